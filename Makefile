@@ -1,0 +1,37 @@
+# The only entry points a person needs: `make run` and `make test` (README.md).
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install pg-start pg-stop migrate bench clean
+
+$(STAMP): requirements.txt requirements-test.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+pg-start: install
+	@if [ -z "$$DATABASE_URL" ]; then $(PY) manage.py pg start; fi
+
+pg-stop:
+	@if [ -z "$$DATABASE_URL" ] && [ -x $(PY) ]; then $(PY) manage.py pg stop; fi
+
+migrate: pg-start
+	$(PY) manage.py migrate --noinput
+
+run: migrate
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+
+test: pg-start
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: migrate
+	$(PY) bench/find_latency.py
+
+clean: pg-stop
+	rm -rf var

@@ -1,0 +1,104 @@
+"""API-key authentication: `X-API-Key: K` or `Authorization: Bearer K`; dev mode when no root key is set."""
+import hmac
+import ipaddress
+from dataclasses import dataclass
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+
+from ovsite.errors import PermissionDenied, Unauthenticated
+from ovsite.models import DEFAULT_ACCOUNT, DEFAULT_USER, Account, AccountUser, ApiKey, hash_key
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the account every store query is scoped to, and the user whose `viking://~` this is."""
+
+    account_id: int
+    account: str
+    user_id: str
+    role: str  # "root" | "admin" | "user"
+    is_authenticated: bool = True
+
+    @property
+    def is_root(self) -> bool:
+        return self.role == "root"
+
+
+def _presented_key(request) -> str:
+    key = request.headers.get("X-API-Key", "")
+    if not key:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            key = token.strip()
+    return key.strip()
+
+
+def _is_loopback(request) -> bool:
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
+
+
+def _caller_for_names(account_name: str, user_id: str, role: str) -> Caller:
+    account, _ = Account.objects.get_or_create(name=account_name)
+    if role != "root":
+        AccountUser.objects.get_or_create(account=account, user_id=user_id, defaults={"role": "admin"})
+    return Caller(account.id, account.name, user_id, role)
+
+
+def _root_caller(request) -> Caller:
+    """The root key may act inside any account (OpenViking's X-OpenViking-Account/User headers)."""
+    account_name = request.headers.get("X-OpenViking-Account", "").strip() or DEFAULT_ACCOUNT
+    user_id = request.headers.get("X-OpenViking-User", "").strip() or DEFAULT_USER
+    account = Account.objects.filter(name=account_name).first()
+    if account is None:
+        if account_name != DEFAULT_ACCOUNT:
+            return Caller(0, account_name, user_id, "root")
+        account = Account.objects.create(name=DEFAULT_ACCOUNT)
+    return Caller(account.id, account.name, user_id, "root")
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request):
+        key = _presented_key(request)
+        root_key = settings.OVSITE_ROOT_API_KEY
+        if not key:
+            if not root_key and _is_loopback(request):
+                return _caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None
+            return None
+        if root_key and hmac.compare_digest(key.encode(), root_key.encode()):
+            return _root_caller(request), key
+        # The digest is looked up by a unique index; the final compare is constant-time.
+        digest = hash_key(key)
+        api_key = (ApiKey.objects.select_related("user__account")
+                   .filter(key_hash=digest, revoked_at__isnull=True).first())
+        if api_key is None or not hmac.compare_digest(api_key.key_hash, digest):
+            raise Unauthenticated("invalid or revoked API key")
+        user = api_key.user
+        return Caller(user.account_id, user.account.name, user.user_id, user.role), key
+
+    def authenticate_header(self, request):
+        return "Bearer"
+
+
+class IsAccountCaller(BasePermission):
+    def has_permission(self, request, view):
+        caller = request.user
+        if caller is None:
+            raise Unauthenticated("an API key is required (X-API-Key or Authorization: Bearer)")
+        if caller.account_id == 0:
+            raise PermissionDenied(f"account {caller.account!r} does not exist")
+        return True
+
+
+class IsRoot(BasePermission):
+    def has_permission(self, request, view):
+        caller = request.user
+        if caller is None:
+            raise Unauthenticated("the root API key is required")
+        if not caller.is_root and not (not settings.OVSITE_ROOT_API_KEY and caller.role == "admin"):
+            raise PermissionDenied("the admin API needs the root key")
+        return True

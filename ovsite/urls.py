@@ -1,0 +1,18 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from ovsite import views
+
+handler404 = "ovsite.envelope.django_not_found"
+handler500 = "ovsite.envelope.django_server_error"
+handler400 = "ovsite.envelope.django_bad_request"
+
+urlpatterns = [
+    path("health", views.health),
+    path("ready", views.ready),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/admin/", include("ovsite.admin_urls")),
+    path("api/v1/", include("retrieval.urls")),
+    path("admin/", admin.site.urls),
+]

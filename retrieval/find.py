@@ -1,0 +1,131 @@
+"""/find, the retrieval primitive: one query embedding, one SQL query with every filter pushed down, no LLM."""
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from pgvector.django import CosineDistance
+
+from ovsite.auth import Caller
+from ovsite.errors import InvalidArgument
+from retrieval.embedders import embed_query
+from retrieval.selectors import visible_nodes
+from retrieval.uris import parse_uri
+
+CONTEXT_TYPES = ("memory", "resource", "skill")
+RESULT_KEYS = {"memory": "memories", "resource": "resources", "skill": "skills"}
+LEVEL_KINDS = {1: "dir", 2: "file"}
+FILTER_FIELDS = ("category", "kind", "peer", "owner", "context_type")
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+@dataclass
+class FindQuery:
+    query: str
+    target_uris: list[str] = field(default_factory=list)
+    context_types: list[str] = field(default_factory=list)
+    limit: int = 10
+    score_threshold: float | None = None
+    filter: dict = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+    time_field: str = "updated_at"
+    levels: list[int] = field(default_factory=list)
+    read_content: bool = False
+
+
+def parse_time(value: str, name: str) -> datetime:
+    """ISO 8601 date or datetime (UTC when naive), or a relative span back from now: 30m, 24h, 7d, 2w."""
+    text = value.strip()
+    relative = _RELATIVE.match(text)
+    if relative:
+        return timezone.now() - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})
+    try:
+        moment = parse_datetime(text)
+        if moment is None:
+            day = parse_date(text)
+            moment = datetime(day.year, day.month, day.day) if day else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise InvalidArgument(f"{name} must be an ISO 8601 date/datetime or a span like 7d", loc=[name])
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc)
+
+
+def _filter_q(spec: dict) -> Q:
+    q = Q()
+    for key, value in spec.items():
+        if key not in FILTER_FIELDS:
+            raise InvalidArgument(f"filter field {key!r} is not one of {', '.join(FILTER_FIELDS)}",
+                                  loc=["filter", key])
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) for v in values):
+            raise InvalidArgument("filter values are strings or lists of strings", loc=["filter", key])
+        q &= Q(**{f"{key}__in": values})
+    return q
+
+
+def scoped_rows(caller: Caller, spec: FindQuery):
+    """The visible, ready, embedded nodes that pass every filter of `spec` (no ordering, no limit)."""
+    rows = visible_nodes(caller).filter(state="ready", embedding__isnull=False)
+    if spec.target_uris:
+        prefix = Q()
+        for raw in spec.target_uris:
+            target = parse_uri(raw, user_id=caller.user_id).uri
+            prefix |= Q(uri=target) | Q(uri__startswith=target.rstrip("/") + "/")
+        rows = rows.filter(prefix)
+    if spec.context_types:
+        rows = rows.filter(context_type__in=spec.context_types)
+    if spec.levels:
+        rows = rows.filter(kind__in=[LEVEL_KINDS[level] for level in spec.levels])
+    if spec.tags:
+        rows = rows.filter(tags__contains=spec.tags)
+    if spec.since:
+        rows = rows.filter(**{f"{spec.time_field}__gte": spec.since})
+    if spec.until:
+        rows = rows.filter(**{f"{spec.time_field}__lte": spec.until})
+    if spec.filter:
+        rows = rows.filter(_filter_q(spec.filter))
+    return rows
+
+
+def ranked_hits(caller: Caller, spec: FindQuery, vector: list[float]) -> list[dict]:
+    """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
+    distance = CosineDistance("embedding", vector)
+    rows = scoped_rows(caller, spec).annotate(distance=distance)
+    if spec.score_threshold is not None:
+        rows = rows.filter(distance__lte=1 - spec.score_threshold)
+    fields = ["uri", "kind", "context_type", "category", "abstract", "tags", "distance"]
+    if spec.read_content:
+        fields.append("content")
+    found = list(rows.order_by(distance).values(*fields)[: spec.limit])
+    for row in found:
+        row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)
+    # relaxed_order iterative scans may return neighbours slightly out of order: settle it here.
+    found.sort(key=lambda row: (-row["score"], row["uri"]))
+    return found
+
+
+def hit_body(row: dict) -> dict:
+    hit = {"context_type": row["context_type"], "uri": row["uri"], "level": 1 if row["kind"] == "dir" else 2,
+           "score": row["score"], "abstract": row["abstract"], "tags": row["tags"]}
+    if "content" in row:
+        hit["content"] = row["content"]
+    return hit
+
+
+def group_hits(rows: list[dict]) -> dict:
+    result = {"memories": [], "resources": [], "skills": []}
+    for row in rows:
+        result[RESULT_KEYS[row["context_type"]]].append(hit_body(row))
+    result["total"] = len(rows)
+    return result
+
+
+def find(*, caller: Caller, spec: FindQuery) -> dict:
+    return group_hits(ranked_hits(caller, spec, embed_query(spec.query)))

@@ -1,0 +1,68 @@
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from ovsite.models import Account
+
+
+class Context(models.Model):
+    """One node of the `viking://` tree (DESIGN.md §3): L0 abstract, L1 overview, L2 content, with token counts."""
+
+    KIND_CHOICES = [("file", "file"), ("dir", "dir")]
+    TYPE_CHOICES = [("memory", "memory"), ("resource", "resource"), ("skill", "skill")]
+    STATE_CHOICES = [("pending", "pending"), ("ready", "ready"), ("failed", "failed")]
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="contexts")
+    uri = models.CharField(max_length=1024)
+    parent_uri = models.CharField(max_length=1024, db_index=True)
+    kind = models.CharField(max_length=4, choices=KIND_CHOICES)
+    context_type = models.CharField(max_length=8, choices=TYPE_CHOICES)
+    category = models.CharField(max_length=16, blank=True, default="")
+    owner = models.CharField(max_length=64, blank=True, default="",
+                             help_text='The user whose private space holds the node; "" when shared in the account.')
+    peer = models.CharField(max_length=64, blank=True, default="")
+    abstract = models.TextField(blank=True, default="")
+    overview = models.TextField(blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    abstract_tokens = models.PositiveIntegerField(default=0)
+    overview_tokens = models.PositiveIntegerField(default=0)
+    content_tokens = models.PositiveIntegerField(default=0)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    event_time = models.DateTimeField(null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIM, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    state = models.CharField(max_length=8, choices=STATE_CHOICES, default="pending")
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "uri"], name="context_account_uri_unique")]
+        indexes = [
+            models.Index(fields=["account", "state"], name="context_account_state"),
+            # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
+            models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
+                         name="context_account_uri_prefix"),
+            HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+        ]
+
+    def __str__(self):
+        return self.uri
+
+
+class ProcessingTask(models.Model):
+    """A unit of background processing that a client can poll (`GET /api/v1/tasks/{id}`)."""
+
+    STATUS_CHOICES = [("pending", "pending"), ("running", "running"), ("done", "done"), ("failed", "failed")]
+    id = models.UUIDField(primary_key=True)
+    account = models.ForeignKey(Account, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=32)
+    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="pending")
+    uris = ArrayField(models.CharField(max_length=1024), default=list)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,108 @@
+"""Reads of the tree. Every query starts from `visible_nodes`: the caller's account and visible owner spaces."""
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Length
+
+from ovsite.auth import Caller
+from ovsite.errors import InvalidArgument, NotFound
+from retrieval.models import Context
+from retrieval.uris import SCHEME, SPACES, parse_uri
+
+NODE_FIELDS = ("uri", "kind", "context_type", "category", "abstract", "tags", "state", "error",
+               "content_tokens", "abstract_tokens", "overview_tokens", "updated_at", "created_at")
+
+
+def visible_nodes(caller: Caller) -> QuerySet:
+    return Context.objects.filter(account_id=caller.account_id, owner__in=("", caller.user_id))
+
+
+def _with_size(rows: QuerySet) -> QuerySet:
+    return rows.annotate(size=Length("content")).values(*NODE_FIELDS, "size")
+
+
+def _node(caller: Caller, uri: str, *fields) -> dict:
+    parsed = parse_uri(uri, user_id=caller.user_id)
+    row = visible_nodes(caller).filter(uri=parsed.uri).values(*fields).first()
+    if row is None:
+        raise NotFound(parsed.uri, "node")
+    return row
+
+
+def read_content(*, caller: Caller, uri: str, offset: int = 0, limit: int = -1) -> str:
+    row = _node(caller, uri, "kind", "content", "uri")
+    if row["kind"] == "dir":
+        raise InvalidArgument(f"{row['uri']} is a directory; read its overview instead", loc=["uri"])
+    lines = row["content"].splitlines(keepends=True)
+    end = None if limit is None or limit < 0 else offset + limit
+    return "".join(lines[offset:end]) if offset or end is not None else row["content"]
+
+
+def read_abstract(*, caller: Caller, uri: str) -> str:
+    return _node(caller, uri, "abstract")["abstract"]
+
+
+def read_overview(*, caller: Caller, uri: str) -> str:
+    """A directory's L1; a file has no L1 of its own, so it falls back to its abstract (RFC §3.4)."""
+    row = _node(caller, uri, "kind", "overview", "abstract")
+    return row["overview"] if row["kind"] == "dir" else row["abstract"]
+
+
+def _entry(row: dict, abs_limit: int | None) -> dict:
+    abstract = row["abstract"]
+    if abs_limit is not None and abs_limit >= 0 and len(abstract) > abs_limit:
+        abstract = abstract[:abs_limit] + "…"
+    return {
+        "uri": row["uri"],
+        "name": row["uri"].rsplit("/", 1)[-1],
+        "isDir": row["kind"] == "dir",
+        "size": row["size"],
+        "modTime": row["updated_at"].isoformat(),
+        "context_type": row["context_type"],
+        "category": row["category"],
+        "abstract": abstract,
+        "tags": row["tags"],
+        "state": row["state"],
+    }
+
+
+def _virtual_roots(caller: Caller, parsed_segments: tuple[str, ...]) -> list[dict] | None:
+    """`viking://` and `viking://user|agent` are not stored nodes; they list what the caller may see below."""
+    if not parsed_segments:
+        return [{"uri": SCHEME + space, "name": space, "isDir": True, "size": 0, "modTime": None,
+                 "context_type": "", "category": "", "abstract": "", "tags": [], "state": "ready"}
+                for space in SPACES]
+    if parsed_segments in (("user",), ("agent",)):
+        prefix = SCHEME + parsed_segments[0] + "/"
+        rows = _with_size(visible_nodes(caller).filter(parent_uri=prefix[:-1]))
+        return [_entry(row, None) for row in rows.order_by("uri")]
+    return None
+
+
+def list_children(*, caller: Caller, uri: str, recursive: bool = False, node_limit: int = 1000,
+                  offset: int = 0, abs_limit: int | None = 256) -> tuple[list[dict], bool]:
+    parsed = parse_uri(uri, user_id=caller.user_id)
+    virtual = _virtual_roots(caller, parsed.segments)
+    if virtual is not None:
+        page = virtual[offset: offset + node_limit]
+        return page, len(virtual) > offset + node_limit
+    node = visible_nodes(caller).filter(uri=parsed.uri).values("kind").first()
+    if node is None:
+        raise NotFound(parsed.uri, "node")
+    if node["kind"] != "dir":
+        raise InvalidArgument(f"{parsed.uri} is a file, not a directory", loc=["uri"])
+    scope = Q(uri__startswith=parsed.uri + "/") if recursive else Q(parent_uri=parsed.uri)
+    rows = list(_with_size(visible_nodes(caller).filter(scope).order_by("uri"))[offset: offset + node_limit + 1])
+    return [_entry(row, abs_limit) for row in rows[:node_limit]], len(rows) > node_limit
+
+
+def stat(*, caller: Caller, uri: str) -> dict:
+    parsed = parse_uri(uri, user_id=caller.user_id)
+    row = (visible_nodes(caller).filter(uri=parsed.uri).annotate(size=Length("content"))
+           .values(*NODE_FIELDS, "size", "content_hash", "embedding_model", "attempts").first())
+    if row is None:
+        raise NotFound(parsed.uri, "node")
+    entry = _entry(row, None)
+    entry.update(error=row["error"], created_at=row["created_at"].isoformat(), content_hash=row["content_hash"],
+                 embedding_model=row["embedding_model"], attempts=row["attempts"],
+                 tokens={"abstract": row["abstract_tokens"], "overview": row["overview_tokens"],
+                         "content": row["content_tokens"]})
+    return entry

@@ -1,0 +1,157 @@
+"""The write path (DESIGN.md §6): store content now, summarise/count/embed in a task, refresh the ancestors."""
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ovsite.auth import Caller
+from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
+from retrieval.models import Context, ProcessingTask
+from retrieval.tokens import estimate_tokens
+from retrieval.uris import VikingUri, parse_file_uri, parse_uri
+
+WRITE_MODES = ("replace", "append", "create")
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    uri: str
+    content: str
+    mode: str = "replace"
+    tags: tuple[str, ...] | None = None
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def check_writable(caller: Caller, parsed: VikingUri) -> None:
+    if parsed.owner and parsed.owner != caller.user_id and not caller.is_root:
+        raise PermissionDenied(f"{parsed.uri} belongs to another user")
+
+
+def _dir_node(caller: Caller, uri: str, now) -> Context:
+    parsed = parse_uri(uri, user_id=caller.user_id)
+    return Context(account_id=caller.account_id, uri=parsed.uri, parent_uri=parsed.parent or "", kind="dir",
+                   context_type=parsed.context_type, category=parsed.category, owner=parsed.owner,
+                   created_at=now, updated_at=now, state="pending")
+
+
+def _ensure_directories(caller: Caller, uris: set[str], now) -> None:
+    """Creates missing directories; a file standing where a directory must be is a conflict."""
+    if not uris:
+        return
+    clash = (Context.objects.filter(account_id=caller.account_id, uri__in=uris, kind="file")
+             .values_list("uri", flat=True).first())
+    if clash:
+        raise Conflict(f"{clash} is a file, so it cannot hold other nodes", {"uri": clash})
+    Context.objects.bulk_create([_dir_node(caller, uri, now) for uri in sorted(uris)], ignore_conflicts=True)
+
+
+def _new_task(caller: Caller, kind: str, uris: list[str]) -> ProcessingTask:
+    return ProcessingTask.objects.create(id=uuid.uuid4(), account_id=caller.account_id, kind=kind, uris=uris)
+
+
+def _schedule(task: ProcessingTask) -> None:
+    from retrieval.tasks import process_task
+
+    transaction.on_commit(lambda: process_task.delay(str(task.id)))
+
+
+def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write") -> dict:
+    """Creates or replaces files atomically: every write lands, or none does. Returns the task to poll."""
+    if not writes:
+        raise InvalidArgument("nothing to write", loc=["operations"])
+    parsed = []
+    for index, write in enumerate(writes):
+        if write.mode not in WRITE_MODES:
+            raise InvalidArgument(f"mode must be one of {', '.join(WRITE_MODES)}", loc=[index, "mode"])
+        if len(write.content.encode()) > settings.OVSITE_MAX_CONTENT_BYTES:
+            raise PayloadTooLarge(f"{write.uri}: content exceeds {settings.OVSITE_MAX_CONTENT_BYTES} bytes",
+                                  {"uri": write.uri, "limit_bytes": settings.OVSITE_MAX_CONTENT_BYTES})
+        if "\x00" in write.content:
+            raise InvalidArgument("content may not contain NUL characters", loc=[index, "content"])
+        target = parse_file_uri(write.uri, user_id=caller.user_id)
+        check_writable(caller, target)
+        parsed.append(target)
+    uris = [p.uri for p in parsed]
+    if len(set(uris)) != len(uris):
+        raise InvalidArgument("the same URI is written twice in one request", loc=["operations"])
+    now = timezone.now()
+    changed: list[str] = []
+    with transaction.atomic():
+        ancestors = {a for p in parsed for a in p.ancestors()} - set(uris)
+        _ensure_directories(caller, ancestors, now)
+        existing = {row.uri: row for row in Context.objects.select_for_update()
+                    .filter(account_id=caller.account_id, uri__in=uris)}
+        for target, write in zip(parsed, writes):
+            row = existing.get(target.uri)
+            if row is not None and row.kind == "dir":
+                raise Conflict(f"{target.uri} is a directory", {"uri": target.uri})
+            if row is not None and write.mode == "create":
+                raise Conflict(f"{target.uri} already exists", {"uri": target.uri})
+            content = row.content + write.content if row is not None and write.mode == "append" else write.content
+            digest = content_hash(content)
+            tags = list(write.tags) if write.tags is not None else (row.tags if row else [])
+            if row is not None and row.content_hash == digest and row.state == "ready" and row.tags == tags:
+                continue  # unchanged: nothing to redo
+            if row is None:
+                row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind="file",
+                              context_type=target.context_type, category=target.category, owner=target.owner,
+                              created_at=now)
+            row.content, row.content_hash, row.tags = content, digest, tags
+            row.content_tokens = estimate_tokens(content)
+            row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
+            row.save()
+            changed.append(target.uri)
+        task = _new_task(caller, kind, changed)
+        _schedule(task)
+    return {"task_id": str(task.id), "uris": uris, "changed": changed}
+
+
+def make_directory(*, caller: Caller, uri: str) -> dict:
+    target = parse_file_uri(uri, user_id=caller.user_id)
+    check_writable(caller, target)
+    now = timezone.now()
+    with transaction.atomic():
+        _ensure_directories(caller, set(target.ancestors()) | {target.uri}, now)
+        task = _new_task(caller, "mkdir", [target.uri])
+        _schedule(task)
+    return {"uri": target.uri, "task_id": str(task.id)}
+
+
+def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
+    target = parse_file_uri(uri, user_id=caller.user_id)
+    check_writable(caller, target)
+    scope = Context.objects.filter(account_id=caller.account_id)
+    below = Q(uri__startswith=target.uri + "/")
+    with transaction.atomic():
+        node = scope.filter(uri=target.uri).values("kind").first()
+        if node is None:
+            raise NotFound(target.uri, "node")
+        if node["kind"] == "dir" and not recursive and scope.filter(below).exists():
+            raise Conflict(f"{target.uri} is not empty; pass recursive=true", {"uri": target.uri})
+        removed, _ = scope.filter(Q(uri=target.uri) | below).delete()
+        task = _new_task(caller, "rm", [target.parent])
+        _schedule(task)
+    return {"uri": target.uri, "removed": removed, "task_id": str(task.id)}
+
+
+def retry_failed(*, max_attempts: int = 5, limit: int = 500) -> int:
+    """Re-queues failed nodes that have attempts left (run periodically, or by `manage.py retry_failed`)."""
+    from retrieval.tasks import process_task
+
+    rows = list(Context.objects.filter(state="failed", attempts__lt=max_attempts)
+                .values_list("account_id", "uri")[:limit])
+    by_account: dict[int, list[str]] = {}
+    for account_id, uri in rows:
+        by_account.setdefault(account_id, []).append(uri)
+    for account_id, uris in by_account.items():
+        Context.objects.filter(account_id=account_id, uri__in=uris).update(state="pending")
+        task = ProcessingTask.objects.create(id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris)
+        process_task.delay(str(task.id))
+    return len(rows)

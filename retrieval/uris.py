@@ -1,0 +1,125 @@
+"""`viking://` URIs: parsing, normalisation and the facts derived from a path, in one place."""
+import re
+from dataclasses import dataclass
+
+from ovsite.errors import InvalidUri
+
+SCHEME = "viking://"
+SPACES = ("user", "agent", "resources")
+MEMORY_CATEGORIES = ("events", "entities", "preferences", "experiences")
+MAX_URI_LENGTH = 1024
+MAX_SEGMENT_LENGTH = 255
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]|%(2f|5c|00)", re.IGNORECASE)
+_OWNER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class VikingUri:
+    uri: str
+    segments: tuple[str, ...]
+
+    @property
+    def space(self) -> str:
+        return self.segments[0] if self.segments else ""
+
+    @property
+    def parent(self) -> str | None:
+        if not self.segments:
+            return None
+        return SCHEME + "/".join(self.segments[:-1])
+
+    @property
+    def name(self) -> str:
+        return self.segments[-1] if self.segments else ""
+
+    @property
+    def owner(self) -> str:
+        """The user whose private space this is; "" for spaces shared within the account."""
+        return self.segments[1] if self.space == "user" and len(self.segments) > 1 else ""
+
+    @property
+    def space_root_depth(self) -> int:
+        """Segments of the shallowest node that belongs to one owner: `resources`, `user/alice`, `agent/bot`."""
+        return 1 if self.space == "resources" else 2
+
+    @property
+    def context_type(self) -> str:
+        rest = self.segments[2:] if self.space in ("user", "agent") else ()
+        if rest[:1] == ("memories",):
+            return "memory"
+        if rest[:1] == ("skills",):
+            return "skill"
+        return "resource"
+
+    @property
+    def category(self) -> str:
+        kind = self.context_type
+        if kind == "skill":
+            return "skills"
+        if kind == "resource":
+            return "resources"
+        rest = self.segments[3:]
+        if rest == ("profile.md",):
+            return "profile"
+        return rest[0] if rest and rest[0] in MEMORY_CATEGORIES else ""
+
+    @property
+    def is_structural(self) -> bool:
+        """Space roots, type roots and memory category folders: containers, not content worth a search hit."""
+        depth, n = self.space_root_depth, len(self.segments)
+        if n <= depth:
+            return True
+        if self.space == "resources":
+            return False
+        rest = self.segments[2:]
+        return n == depth + 1 and rest[0] in ("memories", "skills", "resources") or (
+            n == depth + 2 and rest[0] == "memories" and rest[1] in MEMORY_CATEGORIES)
+
+    def ancestors(self) -> list[str]:
+        """Directory URIs from the owner's root down to this node's parent (never the bare spaces)."""
+        depth = self.space_root_depth
+        return [SCHEME + "/".join(self.segments[:n]) for n in range(depth, len(self.segments))]
+
+    def is_under(self, prefix: "VikingUri") -> bool:
+        return self.segments[: len(prefix.segments)] == prefix.segments
+
+
+def parse_uri(raw, *, user_id: str) -> VikingUri:
+    """Parses and normalises `raw`; `viking://~` is the calling user's own space. Raises `InvalidUri`."""
+    if not isinstance(raw, str) or not raw:
+        raise InvalidUri(str(raw), "a URI must be a non-empty string")
+    if len(raw) > MAX_URI_LENGTH:
+        raise InvalidUri(raw[:80] + "…", f"longer than {MAX_URI_LENGTH} characters")
+    if raw[: len(SCHEME)].lower() != SCHEME:
+        raise InvalidUri(raw, "must start with viking://")
+    if _FORBIDDEN.search(raw):
+        raise InvalidUri(raw, "control characters, backslashes and encoded separators are not allowed")
+    path = raw[len(SCHEME):].rstrip("/")
+    segments = path.split("/") if path else []
+    if segments[:1] == ["~"]:
+        segments = ["user", user_id, *segments[1:]]
+    for segment in segments:
+        if segment in ("", ".", ".."):
+            raise InvalidUri(raw, "empty, '.' and '..' path segments are not allowed")
+        if len(segment) > MAX_SEGMENT_LENGTH:
+            raise InvalidUri(raw, f"a path segment is longer than {MAX_SEGMENT_LENGTH} characters")
+        if segment != segment.strip():
+            raise InvalidUri(raw, "path segments may not start or end with whitespace")
+    if segments and segments[0] not in SPACES:
+        raise InvalidUri(raw, f"the first segment must be one of {', '.join(SPACES)} or ~")
+    if len(segments) > 1 and segments[0] in ("user", "agent") and not _OWNER_ID.match(segments[1]):
+        raise InvalidUri(raw, "user and agent ids are 1-64 letters, digits, '_', '.', '@' or '-'")
+    parsed = VikingUri(SCHEME + "/".join(segments), tuple(segments))
+    if parsed.context_type == "memory" and len(segments) >= 4 and parsed.category == "":
+        raise InvalidUri(raw, f"memories live in profile.md or under {', '.join(MEMORY_CATEGORIES)}")
+    return parsed
+
+
+def parse_file_uri(raw, *, user_id: str) -> VikingUri:
+    """A URI that may name a file: below an owner's root (`viking://resources/x`, `viking://user/u/x`)."""
+    parsed = parse_uri(raw, user_id=user_id)
+    if len(parsed.segments) <= parsed.space_root_depth:
+        raise InvalidUri(parsed.uri, "a file must live below resources/, user/{id}/ or agent/{id}/")
+    if parsed.context_type == "memory" and len(parsed.segments) == 3:
+        raise InvalidUri(parsed.uri, "memories/ is a directory")
+    return parsed

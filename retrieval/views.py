@@ -1,0 +1,354 @@
+"""HTTP views of the store and the retrieval primitive: parse, call one service, wrap in the envelope."""
+from django.conf import settings
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from ovsite.api import QueryParamsSerializer, StrictSerializer, StringOrList, Timings, parse
+from ovsite.envelope import ok
+from ovsite.errors import InvalidArgument, NotFound
+from retrieval import ingest, selectors, services
+from retrieval.find import CONTEXT_TYPES, FindQuery, find, parse_time
+from retrieval.models import ProcessingTask
+from retrieval.uris import parse_uri
+from retrieval.waiting import queue_status, wait_for_tasks
+
+TELEMETRY = serializers.JSONField(required=False)
+
+
+class LevelField(serializers.Field):
+    def to_internal_value(self, data):
+        values = data if isinstance(data, list) else [data]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v in (1, 2) for v in values):
+            raise serializers.ValidationError("level is 1 (directory), 2 (file) or a list of them")
+        return values
+
+
+class FindRequest(StrictSerializer):
+    query = serializers.CharField(allow_blank=True, max_length=8000, trim_whitespace=False, default="")
+    image_url = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    target_uri = StringOrList(required=False, default=list)
+    context_type = StringOrList(required=False, default=list)
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+    node_limit = serializers.IntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
+    score_threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True)
+    filter = serializers.DictField(required=False, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=32)
+    since = serializers.CharField(required=False, allow_null=True, max_length=64)
+    until = serializers.CharField(required=False, allow_null=True, max_length=64)
+    time_field = serializers.ChoiceField(choices=["updated_at", "created_at"], default="updated_at")
+    level = LevelField(required=False, allow_null=True)
+    read_content = serializers.BooleanField(default=False)
+    telemetry = TELEMETRY
+
+    def validate_context_type(self, value):
+        unknown = [v for v in value if v not in CONTEXT_TYPES]
+        if unknown:
+            raise serializers.ValidationError(f"unknown context_type {unknown}; use {', '.join(CONTEXT_TYPES)}")
+        return value
+
+    def validate(self, data):
+        if data.get("image_url"):
+            raise serializers.ValidationError({"image_url": ["image queries need an image embedder; none is "
+                                                             "configured"]})
+        if not data["query"].strip():
+            raise serializers.ValidationError({"query": ["a non-empty query is required"]})
+        return data
+
+
+def find_query_from(data: dict) -> FindQuery:
+    return FindQuery(
+        query=data["query"],
+        target_uris=data["target_uri"],
+        context_types=data["context_type"],
+        limit=data.get("node_limit") or data["limit"],
+        score_threshold=data.get("score_threshold"),
+        filter=data.get("filter") or {},
+        tags=data.get("tags") or [],
+        since=parse_time(data["since"], "since") if data.get("since") else None,
+        until=parse_time(data["until"], "until") if data.get("until") else None,
+        time_field=data["time_field"],
+        levels=data.get("level") or [],
+        read_content=data["read_content"],
+    )
+
+
+@api_view(["POST"])
+def find_view(request):
+    timings = Timings()
+    with timings.stage("parse"):
+        spec = find_query_from(parse(FindRequest, request.data))
+    with timings.stage("find"):
+        result = find(caller=request.user, spec=spec)
+    return ok(result, headers=timings.header())
+
+
+# content -----------------------------------------------------------------------------------------------------
+
+class UriParams(QueryParamsSerializer):
+    uri = serializers.CharField()
+
+
+class ReadParams(UriParams):
+    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = serializers.IntegerField(min_value=-1, default=-1)
+    raw = serializers.BooleanField(default=False)
+
+
+@api_view(["GET"])
+def content_read(request):
+    params = parse(ReadParams, request.query_params)
+    return ok(selectors.read_content(caller=request.user, uri=params["uri"], offset=params["offset"],
+                                     limit=params["limit"]))
+
+
+@api_view(["GET"])
+def content_abstract(request):
+    return ok(selectors.read_abstract(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
+
+
+@api_view(["GET"])
+def content_overview(request):
+    return ok(selectors.read_overview(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
+
+
+class WriteOptionsMixin(serializers.Serializer):
+    wait = serializers.BooleanField(default=False)
+    telemetry = TELEMETRY
+    timeout = serializers.FloatField(min_value=0, max_value=600, required=False)
+
+
+class WriteRequest(WriteOptionsMixin, StrictSerializer):
+    accepted_ignored = ("edit_source", "processing_mode", "acl")
+    uri = serializers.CharField()
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    mode = serializers.ChoiceField(choices=services.WRITE_MODES, default="replace")
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=32)
+    tag_mode = serializers.ChoiceField(choices=["replace", "append", "clear"], required=False)
+
+
+class BatchOperation(StrictSerializer):
+    uri = serializers.CharField()
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    mode = serializers.ChoiceField(choices=services.WRITE_MODES, default="replace")
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=32)
+
+
+class BatchWriteRequest(WriteOptionsMixin, StrictSerializer):
+    accepted_ignored = ("edit_source", "processing_mode", "skip_conflicts", "defer_processing")
+    root_uri = serializers.CharField(required=False, allow_blank=True)
+    operations = BatchOperation(many=True, allow_empty=False, max_length=1000)
+    wait = serializers.BooleanField(default=True)
+
+
+def _tags_for(data: dict) -> tuple[str, ...] | None:
+    if data.get("tag_mode") == "clear":
+        return ()
+    return tuple(data["tags"]) if "tags" in data else None
+
+
+def _finish(request_data: dict, caller, result: dict) -> dict:
+    if request_data.get("wait"):
+        result["processing"] = wait_for_tasks(caller=caller, task_ids=[result["task_id"]],
+                                              timeout_s=request_data.get("timeout"))
+    return result
+
+
+@api_view(["POST"])
+def content_write(request):
+    data = parse(WriteRequest, request.data)
+    result = services.write_files(caller=request.user, writes=[services.FileWrite(
+        data["uri"], data["content"], data["mode"], _tags_for(data))])
+    result["uri"] = result["uris"][0]
+    return ok(_finish(data, request.user, result))
+
+
+@api_view(["POST"])
+def content_batch_write(request):
+    data = parse(BatchWriteRequest, request.data)
+    writes = [services.FileWrite(op["uri"], op["content"], op["mode"], tuple(op["tags"]) if "tags" in op else None)
+              for op in data["operations"]]
+    if data.get("root_uri"):
+        root = parse_uri(data["root_uri"], user_id=request.user.user_id).uri
+        outside = [w.uri for w in writes if not parse_uri(w.uri, user_id=request.user.user_id)
+                   .uri.startswith(root + "/")]
+        if outside:
+            raise InvalidArgument(f"operations outside root_uri {root}: {outside[:3]}", loc=["operations"])
+    return ok(_finish(data, request.user, services.write_files(caller=request.user, writes=writes,
+                                                               kind="batch_write")))
+
+
+# fs ----------------------------------------------------------------------------------------------------------
+
+LS_DISPLAY_OPTIONS = ("simple", "output", "show_all_hidden", "sort_by", "sort_order", "extra_fields",
+                      "include_tags", "include_abstract", "include_overview", "overview_limit", "profile")
+
+
+class LsParams(UriParams):
+    accepted_ignored = LS_DISPLAY_OPTIONS
+    recursive = serializers.BooleanField(default=False)
+    node_limit = serializers.IntegerField(min_value=1, max_value=10000, default=1000)
+    limit = serializers.IntegerField(min_value=1, max_value=10000, required=False)
+    offset = serializers.IntegerField(min_value=0, default=0)
+    abs_limit = serializers.IntegerField(min_value=-1, default=256)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class TreeParams(LsParams):
+    accepted_ignored = LS_DISPLAY_OPTIONS + ("directories_only",)
+    level_limit = serializers.IntegerField(min_value=1, max_value=32, default=3)
+    abs_limit = serializers.IntegerField(min_value=-1, default=128)
+
+
+def _page(entries: list, has_more: bool) -> Response:
+    return Response({"status": "ok", "result": entries, "has_more": has_more})
+
+
+@api_view(["GET"])
+def fs_ls(request):
+    params = parse(LsParams, request.query_params)
+    entries, more = selectors.list_children(caller=request.user, uri=params["uri"], recursive=params["recursive"],
+                                            node_limit=params.get("limit") or params["node_limit"],
+                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    return _page(entries, more)
+
+
+@api_view(["GET"])
+def fs_tree(request):
+    params = parse(TreeParams, request.query_params)
+    entries, more = selectors.list_children(caller=request.user, uri=params["uri"], recursive=True,
+                                            node_limit=params.get("limit") or params["node_limit"],
+                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    base_depth = params["uri"].rstrip("/").count("/")
+    for entry in entries:
+        entry["depth"] = entry["uri"].count("/") - base_depth
+    return _page([e for e in entries if e["depth"] <= params["level_limit"]], more)
+
+
+@api_view(["GET"])
+def fs_stat(request):
+    return ok(selectors.stat(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
+
+
+class MkdirRequest(StrictSerializer):
+    accepted_ignored = ("acl",)
+    uri = serializers.CharField()
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class RemoveParams(UriParams):
+    recursive = serializers.BooleanField(default=False)
+    wait = serializers.BooleanField(default=False)
+
+
+@api_view(["POST"])
+def fs_mkdir(request):
+    data = parse(MkdirRequest, request.data)
+    return ok(services.make_directory(caller=request.user, uri=data["uri"]))
+
+
+@api_view(["DELETE"])
+def fs_remove(request):
+    params = parse(RemoveParams, request.query_params)
+    result = services.remove(caller=request.user, uri=params["uri"], recursive=params["recursive"])
+    return ok(_finish(params, request.user, result))
+
+
+# resources and skills ----------------------------------------------------------------------------------------
+
+@api_view(["POST"])
+def resources_temp_upload(request):
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise InvalidArgument("send the file as multipart form field 'file'", loc=["file"])
+    return ok(ingest.save_temp_upload(caller=request.user, name=upload.name, chunks=upload.chunks()))
+
+
+class AddResourceRequest(WriteOptionsMixin, StrictSerializer):
+    accepted_ignored = ("reason", "instruction", "create_parent", "strict", "ignore_dirs", "include", "exclude",
+                        "directly_upload_media", "preserve_structure", "watch_interval", "args", "processing_mode",
+                        "add_type", "acl", "tag_mode")
+    temp_file_id = serializers.CharField(required=False)
+    path = serializers.CharField(required=False)
+    source_name = serializers.CharField(required=False, max_length=255)
+    to = serializers.CharField(required=False, allow_null=True)
+    parent = serializers.CharField(required=False, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=32)
+
+    def validate(self, data):
+        if "temp_file_id" not in data:
+            raise serializers.ValidationError({"temp_file_id": [
+                "upload the file with POST /api/v1/resources/temp_upload first; server-side paths and URLs are "
+                "not read"]})
+        if data.get("to") and data.get("parent"):
+            raise serializers.ValidationError({"to": ["give either to or parent, not both"]})
+        return data
+
+
+@api_view(["POST"])
+def resources_add(request):
+    data = parse(AddResourceRequest, request.data)
+    result = ingest.add_resource(caller=request.user, temp_file_id=data["temp_file_id"], to=data.get("to"),
+                                 parent=data.get("parent"), source_name=data.get("source_name"),
+                                 tags=data.get("tags"))
+    return ok(_finish(data, request.user, result))
+
+
+class AddSkillRequest(WriteOptionsMixin, StrictSerializer):
+    data = serializers.JSONField(required=False)
+    temp_file_id = serializers.CharField(required=False)
+    target_uri = serializers.CharField(required=False, allow_null=True)
+
+    def validate(self, data):
+        if ("data" in data) == ("temp_file_id" in data):
+            raise serializers.ValidationError({"data": ["give exactly one of data or temp_file_id"]})
+        return data
+
+
+class ListSkillsParams(QueryParamsSerializer):
+    node_limit = serializers.IntegerField(min_value=1, max_value=10000, default=1000)
+    target_uri = serializers.CharField(required=False)
+
+
+@api_view(["GET", "POST"])
+def skills(request):
+    if request.method == "GET":
+        params = parse(ListSkillsParams, request.query_params)
+        return ok(ingest.list_skills(caller=request.user, node_limit=params["node_limit"],
+                                     target_uri=params.get("target_uri")))
+    data = parse(AddSkillRequest, request.data)
+    result = ingest.add_skill(caller=request.user, data=data.get("data"), temp_file_id=data.get("temp_file_id"),
+                              target_uri=data.get("target_uri"))
+    return ok(_finish(data, request.user, result))
+
+
+# system ------------------------------------------------------------------------------------------------------
+
+class WaitRequest(StrictSerializer):
+    timeout = serializers.FloatField(min_value=0, max_value=600, required=False, allow_null=True)
+
+
+@api_view(["POST"])
+def system_wait(request):
+    data = parse(WaitRequest, request.data or {})
+    return ok(wait_for_tasks(caller=request.user, task_ids=None, timeout_s=data.get("timeout")))
+
+
+@api_view(["GET"])
+def system_status(request):
+    status = queue_status(caller=request.user)
+    status.update(embedding_model=settings.EMBEDDING_MODEL, embedding_dim=settings.EMBEDDING_DIM,
+                  llm="on" if settings.LLM_URL else "off")
+    return ok(status)
+
+
+@api_view(["GET"])
+def task_detail(request, task_id):
+    task = (ProcessingTask.objects.filter(id=task_id, account_id=request.user.account_id)
+            .values("id", "kind", "status", "uris", "error", "created_at", "finished_at").first())
+    if task is None:
+        raise NotFound(str(task_id), "task")
+    task["task_id"] = str(task.pop("id"))
+    task["created_at"] = task["created_at"].isoformat()
+    task["finished_at"] = task["finished_at"].isoformat() if task["finished_at"] else None
+    return ok(task)

@@ -1,0 +1,65 @@
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from ovsite import embedded_pg
+
+
+def pytest_sessionstart(session):
+    """The suite runs against the real embedded PostgreSQL; start it explicitly (idempotent)."""
+    if settings.EMBEDDED_PG_ENABLED:
+        embedded_pg.start(Path(settings.EMBEDDED_PG_DATA), settings.DATABASES["default"]["NAME"])
+
+
+class Api:
+    """A thin JSON client over Django's test client: returns (status, body) and keeps the last response."""
+
+    def __init__(self, client: APIClient):
+        self.client = client
+        self.last = None
+
+    def _send(self, method, path, body=None, params=None, **headers):
+        kwargs = {"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()}
+        if body is not None:
+            kwargs.update(data=json.dumps(body), content_type="application/json")
+        elif params is not None:
+            kwargs.update(data=params)
+        self.last = getattr(self.client, method)(path, **kwargs)
+        return self.last.status_code, self.last.json()
+
+    def post(self, path, body=None, **headers):
+        return self._send("post", path, body if body is not None else {}, **headers)
+
+    def get(self, path, **params_and_headers):
+        headers = {k: params_and_headers.pop(k) for k in list(params_and_headers) if k.startswith("x_")
+                   or k == "authorization"}
+        return self._send("get", path, params=params_and_headers, **{k.replace("_", "-"): v
+                                                                       for k, v in headers.items()})
+
+    def delete(self, path, **params):
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        self.last = self.client.delete(f"{path}?{query}")
+        return self.last.status_code, self.last.json()
+
+    def write(self, uri, content, **extra):
+        status, body = self.post("/api/v1/content/write", {"uri": uri, "content": content, **extra})
+        assert status == 200, body
+        return body["result"]
+
+    def find(self, query, **extra):
+        status, body = self.post("/api/v1/search/find", {"query": query, **extra})
+        assert status == 200, body
+        return body["result"]
+
+
+@pytest.fixture
+def api(transactional_db):
+    """Dev mode (no root key): loopback callers act as account `default`, user `default`."""
+    return Api(APIClient())
+
+
+def hit_uris(result) -> list[str]:
+    return [hit["uri"] for key in ("memories", "resources", "skills") for hit in result[key]]
