@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -56,13 +57,26 @@ def _prepare_permissions(pgdata: Path, socket_dir: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
 
 
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def is_running(pgdata: Path) -> bool:
-    if not (pgdata / "PG_VERSION").exists():
+    """True if the postmaster named in postmaster.pid is alive. A killed server's pid can linger as a zombie
+    where nothing reaps orphans (containers), and `pg_ctl status` counts that as running."""
+    import psutil
+
+    pid = _postmaster_pid(pgdata)
+    if pid is None:
         return False
-    pg_ctl = _commands().POSTGRES_BIN_PATH / "pg_ctl"
-    status = subprocess.run([str(pg_ctl), "-D", str(pgdata), "status"], user=_run_as(), capture_output=True,
-                            timeout=30)
-    return status.returncode == 0
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and "postgres" in process.name()
+    except psutil.Error:
+        return False
 
 
 def start(pgdata: Path, database: str) -> Path:
@@ -78,16 +92,42 @@ def start(pgdata: Path, database: str) -> Path:
     if not (pgdata / "PG_VERSION").exists():
         commands.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", POSTGRES_USER],
                pgdata=pgdata, user=_run_as())
-    if not is_running(pgdata):
-        # A postmaster.pid left by a killed server is detected as stale by postgres itself and replaced.
-        commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(pgdata / "log"), "start"],
-               pgdata=pgdata, user=_run_as(), timeout=60)
+    _start_server(commands, pgdata, socket_dir)
     _ensure_database(socket_dir, database)
     return socket_dir
 
 
+def _start_server(commands, pgdata: Path, socket_dir: Path, attempts: int = 20) -> None:
+    """Starts postgres, retrying while the backends of a killed server still hold its shared memory.
+
+    """
+    for attempt in range(attempts):
+        if is_running(pgdata):
+            return
+        # Dead or zombie: postgres would take the lock file for a live server and refuse to start.
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
+        try:
+            commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l",
+                             str(pgdata / "log"), "start"], pgdata=pgdata, user=_run_as(), timeout=60)
+        except subprocess.CalledProcessError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+
+
+def _connect(socket_dir: Path, dbname: str, wait_s: float = 15.0) -> psycopg.Connection:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname=dbname, autocommit=True)
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _ensure_database(socket_dir: Path, database: str) -> None:
-    with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", autocommit=True) as conn:
+    with _connect(socket_dir, "postgres") as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')

@@ -108,8 +108,11 @@ LLM_API_KEY = env.str("LLM_API_KEY", default="unused")
 QUERY_PLANNER_MODEL = env.str("QUERY_PLANNER_MODEL", default="") or LLM_MODEL
 
 # Celery: eager (in-process) unless a broker is configured.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
+CELERY_BEAT_SCHEDULE = {
+    "retry-failed-nodes": {"task": "retrieval.tasks.retry_failed_nodes", "schedule": 60.0},
+}
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

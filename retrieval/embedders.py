@@ -5,6 +5,8 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
+from ovsite.errors import Unavailable
+
 
 class EmbeddingError(Exception):
     """The embedder could not produce vectors; the write path marks the node `failed` and retries later."""
@@ -78,4 +80,8 @@ def get_embedder():
 
 
 def embed_query(text: str) -> list[float]:
-    return get_embedder().embed([text])[0].tolist()
+    """A query cannot be answered without its vector: an embedder failure here is the service being down."""
+    try:
+        return get_embedder().embed([text])[0].tolist()
+    except EmbeddingError as exc:
+        raise Unavailable("embedder", str(exc)) from exc

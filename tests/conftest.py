@@ -63,3 +63,25 @@ def api(transactional_db):
 
 def hit_uris(result) -> list[str]:
     return [hit["uri"] for key in ("memories", "resources", "skills") for hit in result[key]]
+
+
+@pytest.fixture
+def fake_openai():
+    from tests.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def remote_embedder(fake_openai, settings):
+    """Points the embedder at the fake OpenAI-compatible server for one test."""
+    from retrieval.embedders import get_embedder
+
+    settings.EMBEDDING_URL = fake_openai.url
+    settings.EMBEDDING_MODEL = "fake-embedding"
+    settings.EMBEDDING_TIMEOUT_S = 2.0
+    get_embedder.cache_clear()
+    yield fake_openai
+    get_embedder.cache_clear()

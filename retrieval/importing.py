@@ -1,0 +1,42 @@
+"""`manage.py import_dir`: a local folder of text files becomes resources under one URI."""
+from pathlib import Path
+
+from ovsite.auth import Caller
+from retrieval.ingest import decode_text
+from retrieval.services import FileWrite, write_files
+from retrieval.uris import parse_uri
+
+BATCH_FILES = 200
+
+
+def local_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def import_directory(*, caller: Caller, root: Path, to: str, progress=None) -> dict:
+    """Writes every UTF-8 text file below `root` under `to`, in atomic batches; binary files are reported."""
+    base = parse_uri(to, user_id=caller.user_id).uri
+    files = local_files(root)
+    skipped, written, batch = [], 0, []
+
+    def flush():
+        nonlocal written, batch
+        if batch:
+            write_files(caller=caller, writes=batch, kind="import_dir")
+            written += len(batch)
+            if progress:
+                progress(len(batch))
+            batch = []
+
+    for path in files:
+        text = decode_text(path.read_bytes())
+        rel = path.relative_to(root).as_posix()
+        if text is None:
+            skipped.append(rel)
+            continue
+        batch.append(FileWrite(f"{base}/{rel}", text))
+        if len(batch) >= BATCH_FILES:
+            flush()
+    flush()
+    return {"root_uri": base, "written": written, "skipped": skipped}

@@ -1,0 +1,97 @@
+"""A real local HTTP server speaking the OpenAI API (embeddings now, chat later) for tests of the LLM paths.
+
+It answers over HTTP so the real `openai` client — its timeouts, status handling and parsing — is exercised.
+Embeddings are the packaged USE model's, so retrieval through this server still ranks meaningfully.
+"""
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Script:
+    """What the server does next: `mode` is "ok", "error" (HTTP `status`), "garbage" or "wrong_dim"."""
+
+    mode: str = "ok"
+    status: int = 500
+    delay_s: float = 0.0
+    requests: list = field(default_factory=list)
+
+
+class FakeOpenAI:
+    def __init__(self):
+        self.script = Script()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self):
+        _use().embed(["warm up"])  # load the model now, not inside a client's timeout
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _embeddings(self, body: dict) -> dict:
+        from retrieval.embedders import UseEmbedder
+
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = _use().embed(inputs)
+        if self.script.mode == "wrong_dim":
+            vectors = vectors[:, : UseEmbedder.dim // 2]
+        return {"object": "list", "model": body.get("model", "fake"),
+                "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
+                "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0}}
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                script = fake.script
+                script.requests.append({"path": self.path, "body": body})
+                if script.delay_s:
+                    time.sleep(script.delay_s)
+                if script.mode == "error":
+                    return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}})
+                if script.mode == "garbage":
+                    return self._send(200, b"this is not json", raw=True)
+                if self.path.endswith("/embeddings"):
+                    return self._send(200, fake._embeddings(body))
+                return self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def _send(self, status, payload, raw=False):
+                data = payload if raw else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+_USE_LOCK = threading.Lock()
+_USE_INSTANCE = None
+
+
+def _use():
+    global _USE_INSTANCE
+    with _USE_LOCK:
+        if _USE_INSTANCE is None:
+            from retrieval.embedders import UseEmbedder
+
+            _USE_INSTANCE = UseEmbedder(threads=1)
+    return _USE_INSTANCE

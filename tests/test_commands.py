@@ -1,0 +1,62 @@
+"""Management commands: import_dir, reembed, retry_failed, and the embedded PostgreSQL launcher."""
+import os
+import signal
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.core.management import call_command
+
+from ovsite import embedded_pg
+from retrieval.reembed import stored_dimension
+from tests.conftest import hit_uris
+
+
+def test_import_dir_writes_text_files_and_reports_binary(api, tmp_path, capsys):
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "install.md").write_text("# Summary\nInstall with make run.")
+    (tmp_path / "faq.txt").write_text("Why is the sky blue? Rayleigh scattering.")
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\x00\x00binary")
+    call_command("import_dir", str(tmp_path), "--to", "viking://resources/handbook")
+    out = capsys.readouterr().out
+    assert "imported 2 files under viking://resources/handbook" in out and "logo.png" in out
+    assert hit_uris(api.find("how do I install", level=2))[0] == "viking://resources/handbook/guide/install.md"
+
+
+def test_reembed_rewrites_every_searchable_vector(api, capsys):
+    api.write("viking://resources/a/one.md", "Alpha document.")
+    call_command("reembed")
+    assert "re-embedded 2 nodes" in capsys.readouterr().out  # the file and its folder a/
+    assert stored_dimension() == 512
+    assert hit_uris(api.find("alpha", level=2)) == ["viking://resources/a/one.md"]
+
+
+def test_retry_failed_command_reports(api, capsys):
+    call_command("retry_failed")
+    assert "re-queued 0 failed nodes" in capsys.readouterr().out
+
+
+def _postmaster_pid(pgdata: Path) -> int:
+    return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+
+
+def test_embedded_pg_restarts_after_kill_and_stale_handle_file(tmp_path):
+    """A killed server, a stale postmaster.pid and a broken handle file must not break the next start."""
+    pgdata = tmp_path / "pg"
+    socket_dir = embedded_pg.start(pgdata, "probe")
+    assert embedded_pg.start(pgdata, "probe") == socket_dir  # idempotent while running
+    os.kill(_postmaster_pid(pgdata), signal.SIGKILL)
+    (pgdata / ".handle_pids.json").write_text("")  # the corrupt state NOTES.md warns about
+    try:
+        embedded_pg.start(pgdata, "probe")
+        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="probe") as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        assert embedded_pg.stop(pgdata)
+    assert not embedded_pg.is_running(pgdata)
+
+
+@pytest.mark.parametrize("action", ["status"])
+def test_pg_command_reports_status(action, capsys):
+    call_command("pg", action)
+    assert capsys.readouterr().out.strip() == "running"
