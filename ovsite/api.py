@@ -20,7 +20,30 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError({name: [serializers.ErrorDetail("unknown field", code="extra_forbidden")]
                                                for name in unknown})
+        not_strings = self._not_strings(data)
+        if not_strings:
+            raise serializers.ValidationError(not_strings)
         return super().to_internal_value(data)
+
+    def _not_strings(self, data) -> dict:
+        """DRF's CharField turns numbers into text (`"content": 5` → "5"); a string field takes only strings."""
+        def wrong(value):
+            return value is not None and not isinstance(value, str)
+
+        message = serializers.ErrorDetail("expected a string", code="string_type")
+        errors = {}
+        for name, field in self.fields.items():
+            if name not in data or field.read_only:
+                continue
+            value = data[name]
+            if isinstance(field, serializers.CharField) and wrong(value):
+                errors[name] = [message]
+            elif (isinstance(field, serializers.ListField) and isinstance(field.child, serializers.CharField)
+                  and isinstance(value, list)):
+                bad = {i: [message] for i, item in enumerate(value) if wrong(item)}
+                if bad:
+                    errors[name] = bad
+        return errors
 
 
 class QueryParamsSerializer(StrictSerializer):

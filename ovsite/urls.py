@@ -13,6 +13,8 @@ urlpatterns = [
     path("ready", views.ready),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/admin/", include("ovsite.admin_urls")),
+    path("api/v1/", include("sessions_app.urls")),
+    path("api/v1/", include("assembly.urls")),
     path("api/v1/", include("retrieval.urls")),
     path("admin/", admin.site.urls),
 ]

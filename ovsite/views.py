@@ -9,7 +9,8 @@ from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.auth import IsRoot
 from ovsite.envelope import error_body, ok
 
-ID_FIELD = dict(max_length=64, regex=r"^[A-Za-z0-9_.@-]+$")
+# "." and ".." are not ids: `viking://user/..` does not parse, so such a user could never reach its own space.
+ID_FIELD = dict(max_length=64, regex=r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$")
 
 
 @api_view(["GET"])

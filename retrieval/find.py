@@ -38,13 +38,24 @@ class FindQuery:
     levels: list[int] = field(default_factory=list)
     read_content: bool = False
 
+    def __post_init__(self):
+        # DRF's FloatField lets "nan" through its range check (NaN compares false both ways); SQL would then
+        # compare against NaN and silently drop the threshold.
+        threshold = self.score_threshold
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise InvalidArgument("score_threshold must be a number in [0, 1]", loc=["score_threshold"],
+                                  type_="out_of_range")
+
 
 def parse_time(value: str, name: str) -> datetime:
     """ISO 8601 date or datetime (UTC when naive), or a relative span back from now: 30m, 24h, 7d, 2w."""
     text = value.strip()
     relative = _RELATIVE.match(text)
     if relative:
-        return timezone.now() - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})
+        try:
+            return timezone.now() - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})
+        except OverflowError:
+            raise InvalidArgument(f"{name} reaches back before year 1", loc=[name], type_="out_of_range") from None
     try:
         moment = parse_datetime(text)
         if moment is None:
@@ -66,6 +77,8 @@ def _filter_q(spec: dict) -> Q:
         values = value if isinstance(value, list) else [value]
         if not values or not all(isinstance(v, str) for v in values):
             raise InvalidArgument("filter values are strings or lists of strings", loc=["filter", key])
+        if any("\x00" in v for v in values):  # PostgreSQL text cannot hold NUL: refuse it here, not as a 500
+            raise InvalidArgument("filter values may not contain NUL characters", loc=["filter", key])
         q &= Q(**{f"{key}__in": values})
     return q
 
@@ -128,4 +141,7 @@ def group_hits(rows: list[dict]) -> dict:
 
 
 def find(*, caller: Caller, spec: FindQuery) -> dict:
+    # Building the (lazy) queryset validates target URIs and filters: a bad request is refused before the
+    # embedding is paid for, and stays a 4xx even when the embedder is down.
+    scoped_rows(caller, spec)
     return group_hits(ranked_hits(caller, spec, embed_query(spec.query)))

@@ -135,8 +135,11 @@ def add_resource(*, caller: Caller, temp_file_id: str, to: str | None, parent: s
     written = write_files(caller=caller, writes=[FileWrite(uri, text, "replace", tag_tuple) for uri, text in files],
                           kind="add_resource")
     _drop_upload(caller, temp_file_id)
-    return {"status": "success", "root_uri": root, "task_id": written["task_id"], "files": len(files),
-            "changed": len(written["changed"]), "skipped": skipped}
+    # `source_path` and `errors` are OpenViking's fields: the client's path is never sent, so its name stands in;
+    # a failing upload raises instead of listing errors, so the list is always empty.
+    return {"status": "success", "root_uri": root, "source_path": source_name or upload_name, "errors": [],
+            "task_id": written["task_id"], "files": len(files), "changed": len(written["changed"]),
+            "skipped": skipped}
 
 
 def skill_front_matter(text: str) -> dict:
@@ -195,18 +198,32 @@ def add_skill(*, caller: Caller, data=None, temp_file_id: str | None = None, tar
     written = write_files(caller=caller, writes=writes, kind="add_skill")
     if temp_file_id:
         _drop_upload(caller, temp_file_id)
-    return {"status": "success", "name": name, "uri": root, "root_uri": root, "task_id": written["task_id"],
-            "skipped": skipped}
+    return {"status": "success", "name": name, "uri": root, "root_uri": root, "auxiliary_files": len(extra),
+            "task_id": written["task_id"], "skipped": skipped}
 
 
-def list_skills(*, caller: Caller, node_limit: int = 1000, target_uri: str | None = None) -> list[dict]:
+def _skill_summary(row: dict) -> dict:
+    """One skill as OpenViking lists it (plus ovsite's abstract and processing state)."""
+    meta = skill_front_matter(row["content"]) if row["content"].startswith("---") else {}
+    root = row["uri"].rsplit("/", 1)[0]
+    return {"type": "skill", "name": meta.get("name") or root.rsplit("/", 1)[-1], "uri": root, "root_uri": root,
+            "skill_md_uri": row["uri"], "description": meta.get("description", ""),
+            "tags": meta.get("tags") or row["tags"],
+            "allowed_tools": meta.get("allowed_tools") or meta.get("allowed-tools") or [],
+            "abstract": row["abstract"], "state": row["state"]}
+
+
+def list_skills(*, caller: Caller, node_limit: int = 1000, target_uri: str | None = None) -> dict:
+    """`GET /api/v1/skills`: `{root_uri, skills, total}` below `target_uri`, else `{root_uris, skills, total}`."""
     rows = visible_nodes(caller).filter(context_type="skill", kind="file", uri__endswith="/SKILL.md")
     if target_uri:
-        rows = rows.filter(uri__startswith=parse_uri(target_uri, user_id=caller.user_id).uri + "/")
-    skills = []
-    for row in rows.order_by("uri").values("uri", "abstract", "content", "state")[:node_limit]:
-        meta = skill_front_matter(row["content"]) if row["content"].startswith("---") else {}
-        skills.append({"name": meta.get("name") or row["uri"].rsplit("/", 2)[-2],
-                       "description": meta.get("description", ""), "uri": row["uri"].rsplit("/", 1)[0],
-                       "abstract": row["abstract"], "state": row["state"]})
-    return skills
+        root = parse_uri(target_uri, user_id=caller.user_id).uri
+        rows = rows.filter(uri__startswith=root + "/")
+    skills = [_skill_summary(row) for row in rows.order_by("uri")
+              .values("uri", "abstract", "content", "tags", "state")[:node_limit]]
+    if target_uri:
+        return {"root_uri": root, "skills": skills, "total": len(skills)}
+    # The caller's own skills root first (where add_skill puts skills), then the other roots that hold any.
+    own = parse_uri("viking://~/skills", user_id=caller.user_id).uri
+    others = sorted({s["root_uri"].rsplit("/", 1)[0] for s in skills} - {own})
+    return {"root_uris": [own, *others], "skills": skills, "total": len(skills)}

@@ -3,12 +3,13 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
 
 from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument, NotFound
-from retrieval.models import Context
+from ovsite.errors import InvalidArgument, InvalidUri, NotFound
+from retrieval.models import Context, ProcessingTask
 from retrieval.uris import SCHEME, SPACES, parse_uri
 
 NODE_FIELDS = ("uri", "kind", "context_type", "category", "abstract", "tags", "state", "error",
                "content_tokens", "abstract_tokens", "overview_tokens", "updated_at", "created_at")
+MAX_OFFSET = 10**9
 
 
 def visible_nodes(caller: Caller) -> QuerySet:
@@ -79,6 +80,8 @@ def _virtual_roots(caller: Caller, parsed_segments: tuple[str, ...]) -> list[dic
 
 def list_children(*, caller: Caller, uri: str, recursive: bool = False, node_limit: int = 1000,
                   offset: int = 0, abs_limit: int | None = 256) -> tuple[list[dict], bool]:
+    if not 0 <= offset <= MAX_OFFSET:  # SQL OFFSET is a bigint: a huge one is a client error, not a 500
+        raise InvalidArgument(f"offset must be between 0 and {MAX_OFFSET}", loc=["offset"], type_="out_of_range")
     parsed = parse_uri(uri, user_id=caller.user_id)
     virtual = _virtual_roots(caller, parsed.segments)
     if virtual is not None:
@@ -106,3 +109,24 @@ def stat(*, caller: Caller, uri: str) -> dict:
                  tokens={"abstract": row["abstract_tokens"], "overview": row["overview_tokens"],
                          "content": row["content_tokens"]})
     return entry
+
+
+def _visible_uri(caller: Caller, uri: str) -> bool:
+    try:
+        owner = parse_uri(uri, user_id=caller.user_id).owner
+    except InvalidUri:
+        return False
+    return owner in ("", caller.user_id)
+
+
+def task_detail(*, caller: Caller, task_id) -> dict:
+    """A processing task of the caller's account. Tasks carry no owner, so one that touched another user's private
+    space is hidden like the nodes themselves (its `uris` would name them)."""
+    task = (ProcessingTask.objects.filter(id=task_id, account_id=caller.account_id)
+            .values("id", "kind", "status", "uris", "error", "created_at", "finished_at").first())
+    if task is None or not all(_visible_uri(caller, uri) for uri in task["uris"]):
+        raise NotFound(str(task_id), "task")
+    task["task_id"] = str(task.pop("id"))
+    task["created_at"] = task["created_at"].isoformat()
+    task["finished_at"] = task["finished_at"].isoformat() if task["finished_at"] else None
+    return task

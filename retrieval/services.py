@@ -12,7 +12,8 @@ from ovsite.auth import Caller
 from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
 from retrieval.models import Context, ProcessingTask
 from retrieval.tokens import estimate_tokens
-from retrieval.uris import VikingUri, parse_file_uri, parse_uri
+from retrieval.uris import SCHEME, VikingUri, parse_file_uri, parse_uri
+from retrieval.waiting import wait_for_tasks
 
 WRITE_MODES = ("replace", "append", "create")
 
@@ -113,6 +114,30 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     return {"task_id": str(task.id), "uris": uris, "changed": changed}
 
 
+# A task's state as OpenViking's `semantic_status`/`vector_status` (both happen in the same ovsite task).
+_PROCESSING_STATUS = {"done": "complete", "failed": "failed"}
+
+
+def write_root(target: VikingUri) -> str:
+    """OpenViking's `root_uri` of a write: the resource, memory category or skill directory the file belongs to."""
+    depth = 2 if target.space == "resources" else 4  # resources/{name}; user|agent/{id}/{memories|skills|…}/{name}
+    return SCHEME + "/".join(target.segments[:depth]) if len(target.segments) > depth else target.parent
+
+
+def write_file(*, caller: Caller, write: FileWrite, wait: bool = False, timeout_s: float | None = None) -> dict:
+    """`POST /content/write`: one file, answered in OpenViking's shape plus ovsite's task id and change list."""
+    result = write_files(caller=caller, writes=[write])
+    if wait:
+        result["processing"] = wait_for_tasks(caller=caller, task_ids=[result["task_id"]], timeout_s=timeout_s)
+    target = parse_file_uri(write.uri, user_id=caller.user_id)
+    task_status = ProcessingTask.objects.filter(id=result["task_id"]).values_list("status", flat=True).first()
+    status = _PROCESSING_STATUS.get(task_status, "queued")
+    result.update(uri=target.uri, root_uri=write_root(target), context_type=target.context_type, mode=write.mode,
+                  written_bytes=len(write.content.encode()), content_updated=bool(result["changed"]),
+                  semantic_status=status, vector_status=status)
+    return result
+
+
 def make_directory(*, caller: Caller, uri: str) -> dict:
     target = parse_file_uri(uri, user_id=caller.user_id)
     check_writable(caller, target)
@@ -138,7 +163,8 @@ def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
         removed, _ = scope.filter(Q(uri=target.uri) | below).delete()
         task = _new_task(caller, "rm", [target.parent])
         _schedule(task)
-    return {"uri": target.uri, "removed": removed, "task_id": str(task.id)}
+    # OpenViking's field name; ovsite's count is exact, not an estimate.
+    return {"uri": target.uri, "estimated_deleted_count": removed, "task_id": str(task.id)}
 
 
 def retry_failed(*, max_attempts: int = 5, limit: int = 500) -> int:

@@ -66,3 +66,25 @@ def estimate_tokens(text: str, family: str = DEFAULT_FAMILY) -> int:
         for char in text:
             counts[_char_class(ord(char))] += 1
     return math.ceil(sum(n * w for n, w in zip(counts, weights)))
+
+
+def truncate_to_tokens(text: str, max_tokens: int, family: str = DEFAULT_FAMILY, marker: str = "\n…") -> str:
+    """The longest head of `text` whose estimate, with `marker` appended when cut, is at most `max_tokens`."""
+    if estimate_tokens(text, family) <= max_tokens:
+        return text
+    weights = FAMILIES[family]
+    allowance = max_tokens - estimate_tokens(marker, family)
+    total, cut = 0.0, 0
+    for index, char in enumerate(text):
+        total += weights[_char_class(ord(char))]
+        if total > allowance:
+            break
+        cut = index + 1
+    head = text[:cut]
+    # Prefer to end on a line or word boundary when one is close.
+    for boundary in ("\n", " "):
+        position = head.rfind(boundary)
+        if position > len(head) * 0.8:
+            head = head[:position]
+            break
+    return head.rstrip() + marker if head.strip() else ""

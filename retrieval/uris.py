@@ -1,6 +1,7 @@
 """`viking://` URIs: parsing, normalisation and the facts derived from a path, in one place."""
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from ovsite.errors import InvalidUri
 
@@ -11,6 +12,19 @@ MAX_URI_LENGTH = 1024
 MAX_SEGMENT_LENGTH = 255
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]|%(2f|5c|00)", re.IGNORECASE)
 _OWNER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_DECODED_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+def _decoded(segment: str) -> str:
+    """The segment as a client that percent-decodes (even repeatedly) would see it."""
+    for _ in range(8):
+        if "%" not in segment:
+            break
+        decoded = unquote(segment)
+        if decoded == segment:
+            break
+        segment = decoded
+    return segment
 
 
 @dataclass(frozen=True)
@@ -65,15 +79,16 @@ class VikingUri:
 
     @property
     def is_structural(self) -> bool:
-        """Space roots, type roots and memory category folders: containers, not content worth a search hit."""
+        """A directory that is a container, not content worth a search hit: space and type roots, and every folder
+        of memories (categories, event dates) and of skills, whose files are the hits. Resource folders are
+        documents, and stay searchable."""
         depth, n = self.space_root_depth, len(self.segments)
         if n <= depth:
             return True
         if self.space == "resources":
             return False
         rest = self.segments[2:]
-        return n == depth + 1 and rest[0] in ("memories", "skills", "resources") or (
-            n == depth + 2 and rest[0] == "memories" and rest[1] in MEMORY_CATEGORIES)
+        return rest[0] in ("memories", "skills") or (n == depth + 1 and rest[0] == "resources")
 
     def ancestors(self) -> list[str]:
         """Directory URIs from the owner's root down to this node's parent (never the bare spaces)."""
@@ -105,11 +120,16 @@ def parse_uri(raw, *, user_id: str) -> VikingUri:
             raise InvalidUri(raw, f"a path segment is longer than {MAX_SEGMENT_LENGTH} characters")
         if segment != segment.strip():
             raise InvalidUri(raw, "path segments may not start or end with whitespace")
+        decoded = _decoded(segment)
+        if decoded in (".", "..") or _DECODED_FORBIDDEN.search(decoded):
+            raise InvalidUri(raw, "percent-encoded separators, dots and control characters are not allowed")
     if segments and segments[0] not in SPACES:
         raise InvalidUri(raw, f"the first segment must be one of {', '.join(SPACES)} or ~")
     if len(segments) > 1 and segments[0] in ("user", "agent") and not _OWNER_ID.match(segments[1]):
         raise InvalidUri(raw, "user and agent ids are 1-64 letters, digits, '_', '.', '@' or '-'")
     parsed = VikingUri(SCHEME + "/".join(segments), tuple(segments))
+    if len(parsed.uri) > MAX_URI_LENGTH:  # `~` expands to `user/{id}`: check what will be stored
+        raise InvalidUri(raw[:80] + "…", f"longer than {MAX_URI_LENGTH} characters once ~ is expanded")
     if parsed.context_type == "memory" and len(segments) >= 4 and parsed.category == "":
         raise InvalidUri(raw, f"memories live in profile.md or under {', '.join(MEMORY_CATEGORIES)}")
     return parsed
@@ -118,8 +138,9 @@ def parse_uri(raw, *, user_id: str) -> VikingUri:
 def parse_file_uri(raw, *, user_id: str) -> VikingUri:
     """A URI that may name a file: below an owner's root (`viking://resources/x`, `viking://user/u/x`)."""
     parsed = parse_uri(raw, user_id=user_id)
+    # The error names the URI as the client sent it (`viking://~`), like every other InvalidUri.
     if len(parsed.segments) <= parsed.space_root_depth:
-        raise InvalidUri(parsed.uri, "a file must live below resources/, user/{id}/ or agent/{id}/")
+        raise InvalidUri(raw, "a file must live below resources/, user/{id}/ or agent/{id}/")
     if parsed.context_type == "memory" and len(parsed.segments) == 3:
-        raise InvalidUri(parsed.uri, "memories/ is a directory")
+        raise InvalidUri(raw, "memories/ is a directory")
     return parsed

@@ -157,10 +157,8 @@ def _finish(request_data: dict, caller, result: dict) -> dict:
 @api_view(["POST"])
 def content_write(request):
     data = parse(WriteRequest, request.data)
-    result = services.write_files(caller=request.user, writes=[services.FileWrite(
-        data["uri"], data["content"], data["mode"], _tags_for(data))])
-    result["uri"] = result["uris"][0]
-    return ok(_finish(data, request.user, result))
+    write = services.FileWrite(data["uri"], data["content"], data["mode"], _tags_for(data))
+    return ok(services.write_file(caller=request.user, write=write, wait=data["wait"], timeout_s=data.get("timeout")))
 
 
 @api_view(["POST"])
@@ -219,9 +217,13 @@ def fs_tree(request):
     entries, more = selectors.list_children(caller=request.user, uri=params["uri"], recursive=True,
                                             node_limit=params.get("limit") or params["node_limit"],
                                             offset=params["offset"], abs_limit=params["abs_limit"])
-    base_depth = params["uri"].rstrip("/").count("/")
+    base = parse_uri(params["uri"], user_id=request.user.user_id).uri
+    prefix = base if base.endswith("/") else base + "/"  # only the bare `viking://` ends with "/"
     for entry in entries:
-        entry["depth"] = entry["uri"].count("/") - base_depth
+        below = entry["uri"][len(prefix):]
+        entry["depth"] = below.count("/") + 1
+        # OpenViking's path below the listed directory; directories end with "/".
+        entry["rel_path"] = below + ("/" if entry["isDir"] else "")
     return _page([e for e in entries if e["depth"] <= params["level_limit"]], more)
 
 

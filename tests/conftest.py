@@ -56,7 +56,16 @@ class Api:
 
 
 @pytest.fixture
-def api(transactional_db):
+def seeded(transactional_db):
+    """Transactional tests flush every table after each test; put the shipped rows back first."""
+    from profiles.models import PurposeProfile, RetrievalSettings
+    from profiles.seeds import seed_rows
+
+    seed_rows(PurposeProfile, RetrievalSettings)
+
+
+@pytest.fixture
+def api(seeded):
     """Dev mode (no root key): loopback callers act as account `default`, user `default`."""
     return Api(APIClient())
 

@@ -1,0 +1,103 @@
+"""Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
+from dataclasses import dataclass, field
+
+from django.db.models import Q, Value
+from pgvector.django import CosineDistance
+
+from assembly.planner import Candidate
+from ovsite.auth import Caller
+from retrieval.find import FindQuery, scoped_rows
+
+FIELDS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens",
+          "distance")
+BUCKET_FILTERS = {
+    "events": Q(context_type="memory", category="events"),
+    "entities": Q(context_type="memory", category__in=("entities", "profile")),
+    "preferences": Q(context_type="memory", category="preferences"),
+    "experiences": Q(context_type="memory", category="experiences"),
+    "resources": Q(context_type="resource"),
+    "skills": Q(context_type="skill"),
+}
+
+
+@dataclass
+class Candidates:
+    items: list[Candidate]
+    searched: dict = field(default_factory=dict)
+
+
+def _ranked(caller: Caller, spec: FindQuery, vector: list[float], extra: Q, limit: int, label: str):
+    distance = CosineDistance("embedding", vector)
+    rows = scoped_rows(caller, spec).filter(extra).annotate(distance=distance, bucket=Value(label))
+    if spec.score_threshold:  # 0 admits everything: scores are clamped to [0, 1]
+        rows = rows.filter(distance__lte=1 - spec.score_threshold)
+    return rows.order_by(distance).values(*FIELDS, "bucket")[:limit]
+
+
+def _union_rows(querysets: list) -> list[dict]:
+    """All sub-queries in one statement (UNION ALL of ordered, limited selects): one round trip."""
+    if not querysets:
+        return []
+    first, *rest = querysets
+    return list(first.union(*rest, all=True)) if rest else list(first)
+
+
+@dataclass(frozen=True)
+class PeerPolicy:
+    """Memories produced by another peer than the caller's actor can be excluded or down-weighted."""
+
+    actor: str = ""
+    scope: str = "all"  # "all" | "actor"
+    other_peer_penalty: float = 0.0
+
+    def filter(self) -> Q:
+        return Q(peer__in=("", self.actor)) if self.scope == "actor" else Q()
+
+    def weight(self, peer: str) -> float:
+        return 1.0 if peer in ("", self.actor) else 1.0 - self.other_peer_penalty
+
+
+def _candidate(row: dict, peers: PeerPolicy) -> Candidate:
+    score = min(1.0, max(0.0, 1.0 - row["distance"])) * peers.weight(row["peer"])
+    return Candidate(uri=row["uri"], category=row["category"], context_type=row["context_type"], kind=row["kind"],
+                     score=round(score, 6), abstract=row["abstract"],
+                     overview_tokens=row["overview_tokens"], content_tokens=row["content_tokens"])
+
+
+def _best_by_uri(rows: list[dict], peers: PeerPolicy) -> dict[str, tuple[str, Candidate]]:
+    """Merges hits of several queries: each URI once, at its best score."""
+    best: dict[str, tuple[str, Candidate]] = {}
+    for row in rows:
+        candidate = _candidate(row, peers)
+        if row["uri"] not in best or candidate.score > best[row["uri"]][1].score:
+            best[row["uri"]] = (row["bucket"], candidate)
+    return best
+
+
+def _score_order(items):
+    return sorted(items, key=lambda c: (-c.score, c.uri))
+
+
+def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], limit: int,
+                     peers: PeerPolicy) -> Candidates:
+    """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept."""
+    rows = _union_rows([_ranked(caller, spec, vector, peers.filter(), limit, "all") for vector in vectors])
+    items = _score_order(c for _, c in _best_by_uri(rows, peers).values())[:limit]
+    return Candidates(items=items, searched={"all": len(items)})
+
+
+def quota_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], quotas: dict[str, int],
+                     peers: PeerPolicy) -> Candidates:
+    """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one."""
+    active = [(bucket, quotas[bucket]) for bucket in BUCKET_FILTERS if quotas.get(bucket, 0) > 0]
+    rows = _union_rows([_ranked(caller, spec, vector, BUCKET_FILTERS[bucket] & peers.filter(), count, bucket)
+                        for bucket, count in active for vector in vectors])
+    by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
+    for bucket, candidate in _best_by_uri(rows, peers).values():
+        by_bucket[bucket].append(candidate)
+    items, searched = [], {}
+    for bucket, count in active:
+        kept = _score_order(by_bucket[bucket])[:count]
+        searched[bucket] = len(kept)
+        items.extend(kept)
+    return Candidates(items=_score_order(items), searched=searched)

@@ -1,0 +1,64 @@
+"""Context-mode parameters: a request's explicit values over the purpose profile over the operator settings."""
+from dataclasses import dataclass
+
+from retrieval.find import FindQuery
+
+ASSEMBLY_FIELDS = ("max_tokens", "quotas", "purpose", "detail", "dedup_turns", "exclude_uris", "peer_scope",
+                   "other_peer_penalty", "rewrite", "rewrite_max_bullets")
+
+
+@dataclass(frozen=True)
+class ContextParams:
+    find: FindQuery
+    session_id: str | None
+    max_tokens: int
+    purpose: str | None
+    quotas: dict | None  # None: quota-free score order with `limit`
+    events_budget_ratio: float | None
+    detail: object
+    dedup_turns: int
+    exclude_uris: tuple[str, ...]
+    peer_scope: str
+    other_peer_penalty: float
+    rewrite: object
+    rewrite_max_bullets: int
+    query_expansion: str
+    ignored: tuple[str, ...] = ()
+    deprecated: tuple[str, ...] = ()
+    actor_peer: str = ""
+
+
+def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], settings_row, profile,
+                           deprecated: tuple[str, ...] = (), actor_peer: str = "") -> ContextParams:
+    """`data` is the validated request; `given` the fields the client actually sent; `profile` the purpose's row."""
+    quotas = None
+    if profile is not None or data.get("quotas"):
+        quotas = {**(profile.quotas if profile else {}), **(data.get("quotas") or {})}
+    score_threshold = find.score_threshold
+    if "score_threshold" not in given:
+        score_threshold = (profile.score_threshold if profile and profile.score_threshold is not None
+                           else settings_row.context_score_threshold)
+    find.score_threshold = score_threshold
+    ignored = [name for name in ("level",) if name in given]
+    if quotas is not None and "limit" in given:
+        ignored.append("limit")
+    return ContextParams(
+        find=find,
+        session_id=data.get("session_id") or None,
+        max_tokens=data.get("max_tokens") or (profile.max_tokens if profile and profile.max_tokens else None)
+        or settings_row.default_max_tokens,
+        purpose=profile.name if profile else None,
+        quotas=quotas,
+        events_budget_ratio=profile.events_budget_ratio if profile else None,
+        detail=data.get("detail") or (profile.detail if profile and profile.detail else "auto"),
+        dedup_turns=data.get("dedup_turns", 0),
+        exclude_uris=tuple(data.get("exclude_uris") or ()),
+        peer_scope=data.get("peer_scope", "all"),
+        other_peer_penalty=data.get("other_peer_penalty", 0.0),
+        rewrite=data.get("rewrite", False),
+        rewrite_max_bullets=data.get("rewrite_max_bullets") or settings_row.rewrite_max_bullets,
+        query_expansion=data.get("query_expansion", "auto"),
+        ignored=tuple(ignored),
+        deprecated=deprecated,
+        actor_peer=actor_peer,
+    )

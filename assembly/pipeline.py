@@ -1,0 +1,129 @@
+"""The assembly pipeline (DESIGN.md §5), one stage per module; this file reads as the list of steps:
+
+request → candidates → dedup/exclude → plan (pure) → fetch (one query) → render → ledger → stats
+"""
+from assembly import candidates as providers
+from assembly.dedup import drop_served
+from assembly.executor import fetch_bodies
+from assembly.params import ContextParams
+from assembly.planner import Caps, Plan, plan_tiers
+from assembly.render import render_block, render_blocks
+from ovsite.api import Timings
+from ovsite.auth import Caller
+from retrieval.embedders import embed_query
+from retrieval.tokens import estimate_tokens
+from sessions_app import ledger
+from sessions_app.selectors import find_session
+
+DEGRADE = {"full": "abstract", "overview": "abstract", "abstract": "uri"}
+
+
+def _caps(params: ContextParams, settings_row) -> Caps:
+    events_budget = (int(params.max_tokens * params.events_budget_ratio)
+                     if params.events_budget_ratio is not None and params.events_budget_ratio < 1 else None)
+    return Caps(
+        max_tokens=params.max_tokens,
+        per_entry_cap=settings_row.per_entry_cap_tokens,
+        source_caps={"memory": settings_row.memory_detail_cap, "resource": settings_row.resource_detail_cap,
+                     "skill": settings_row.skill_detail_cap, "dir": settings_row.directory_detail_cap},
+        detail=params.detail,
+        events_budget=events_budget,
+        family=settings_row.tokenizer_family,
+    )
+
+
+def _fit(entries: list[dict], max_tokens: int, family: str) -> tuple[list[dict], str, int]:
+    """The budget invariant on the final text: if escaping or a changed tokenizer family pushed the estimate over,
+    degrade the lowest-scored entries (deeper tier → abstract → uri → gone) until it fits."""
+    entries = list(entries)
+    while True:
+        rendered = render_blocks([e["block"] for e in entries])
+        used = estimate_tokens(rendered, family)
+        if used <= max_tokens or not entries:
+            return entries, rendered, used
+        victim = entries[-1]
+        for index in range(len(entries) - 1, -1, -1):
+            if entries[index]["score"] < victim["score"]:
+                victim = entries[index]
+        tier = DEGRADE.get(victim["detail"])
+        if tier is None:
+            entries.remove(victim)
+        else:
+            victim["detail"] = tier
+            victim["text"] = victim["abstract"] if tier == "abstract" else ""
+            victim["block"] = render_block(victim["uri"], victim["category"], victim["score"], tier, victim["text"])
+
+
+def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
+    out = []
+    for planned in plan.entries:
+        c = planned.candidate
+        text = bodies.get(c.uri, "") if planned.tier != "uri" else ""
+        out.append({"uri": c.uri, "category": c.category, "score": c.score, "detail": planned.tier, "text": text,
+                    "abstract": c.abstract, "block": render_block(c.uri, c.category, c.score, planned.tier, text)})
+    return out
+
+
+def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> tuple[dict, Timings]:
+    timings = Timings()
+    queries = [params.find.query]
+    with timings.stage("embed"):
+        vectors = [embed_query(query) for query in queries]
+    peers = providers.PeerPolicy(actor=params.actor_peer, scope=params.peer_scope,
+                                 other_peer_penalty=params.other_peer_penalty)
+    with timings.stage("candidates"):
+        if params.quotas is not None:
+            found = providers.quota_candidates(caller=caller, spec=params.find, vectors=vectors,
+                                               quotas=params.quotas, peers=peers)
+        else:
+            found = providers.score_candidates(caller=caller, spec=params.find, vectors=vectors,
+                                               limit=params.find.limit, peers=peers)
+    with timings.stage("dedup"):
+        session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
+        turns = params.dedup_turns if session is not None else 0
+        cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}
+        filtered = drop_served(found.items, exclude=set(params.exclude_uris), cooled=cooled)
+    caps = _caps(params, settings_row)
+    with timings.stage("plan"):
+        plan = plan_tiers(filtered.kept, caps)
+    with timings.stage("fetch"):
+        bodies = fetch_bodies(caller=caller, plan=plan, family=caps.family)
+    with timings.stage("render"):
+        entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, caps.family)
+    if turns and entries:
+        with timings.stage("ledger"):
+            ledger.record_served(session=session, served=[(e["uri"], e["detail"]) for e in entries])
+    tier_counts = {tier: 0 for tier in ("full", "overview", "abstract", "uri")}
+    for entry in entries:
+        tier_counts[entry["detail"]] += 1
+    stats = {
+        "candidates": len(found.items),
+        "searched": found.searched,
+        "excluded": filtered.excluded,
+        "deduped": filtered.cooled,
+        "returned": len(entries),
+        "dropped": len(filtered.kept) - len(entries),
+        "max_tokens": params.max_tokens,
+        "used_tokens": used,
+        "tier_counts": tier_counts,
+        "tokenizer": caps.family,
+        "purpose": params.purpose,
+        "quotas": params.quotas,
+        "query_expansion": "off",
+        "planned_queries": queries,
+        "rewrite": "off",
+        "rewrite_usage": {"prompt_tokens": 0, "completion_tokens": 0},
+        "dedup": {"turns": turns, "cooled": filtered.cooled,
+                  "turn": session.total_message_count if session is not None else 0},
+        "ignored": list(params.ignored),
+    }
+    if params.deprecated:
+        stats["deprecated"] = list(params.deprecated)
+    result = {
+        "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text")} for e in entries],
+        "rendered": rendered,
+        "digest": "",
+        "stats": stats,
+    }
+    return result, timings
+

@@ -1,0 +1,159 @@
+"""The planner (DESIGN.md §5, RFC §3.4): candidates + stored token counts + budget + caps → a plan.
+
+Pure: no I/O, no ORM, no LLM. Costs are whole rendered blocks (tags, attributes and separator included), so a
+plan whose costs fit the budget renders within it (the estimator is additive and rounds each piece up).
+"""
+from dataclasses import dataclass, field
+
+from assembly.render import SEPARATOR, render_block
+from retrieval.tokens import estimate_tokens
+
+TIER_ORDER = ("uri", "abstract", "overview", "full")
+RANK = {tier: i for i, tier in enumerate(TIER_ORDER)}
+MIN_HEAD_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Candidate:
+    uri: str
+    category: str  # events, entities, preferences, experiences, profile, resources, skills
+    context_type: str  # memory, resource, skill
+    kind: str  # file, dir
+    score: float
+    abstract: str
+    overview_tokens: int = 0
+    content_tokens: int = 0
+
+    @property
+    def bucket(self) -> str:
+        return "entities" if self.category == "profile" else self.category
+
+
+@dataclass(frozen=True)
+class Caps:
+    max_tokens: int
+    per_entry_cap: int = 400
+    # Highest tier per source: "memory", "resource", "skill" for files, "dir" for directories.
+    source_caps: dict = field(default_factory=lambda: {"memory": "full", "resource": "abstract",
+                                                       "skill": "abstract", "dir": "overview"})
+    detail: object = "auto"  # "auto", a tier, or {bucket: tier} (buckets not named stay auto)
+    events_budget: int | None = None
+    family: str = "o200k"
+
+
+@dataclass(frozen=True)
+class PlannedEntry:
+    candidate: Candidate
+    tier: str
+    body_tokens: int  # for "full", possibly fewer than the content's: the head is kept
+    cost: int
+
+
+@dataclass
+class Plan:
+    entries: list[PlannedEntry]
+    dropped: list[Candidate]
+    used_tokens: int
+
+
+def _ceiling(candidate: Candidate, caps: Caps) -> str:
+    """The highest tier this candidate can reach: source cap, then what exists (files have no overview)."""
+    cap = caps.source_caps["dir" if candidate.kind == "dir" else candidate.context_type]
+    if candidate.kind == "dir":
+        return "overview" if RANK[cap] >= RANK["overview"] else cap
+    return "abstract" if cap == "overview" else cap
+
+
+def _pinned(candidate: Candidate, caps: Caps) -> str | None:
+    """The tier a fixed `detail` pins this candidate at (capped, falling back to a lower existing tier)."""
+    wanted = caps.detail.get(candidate.bucket) if isinstance(caps.detail, dict) else caps.detail
+    if wanted in (None, "auto"):
+        return None
+    ceiling = _ceiling(candidate, caps)
+    tier = wanted if RANK[wanted] <= RANK[ceiling] else ceiling
+    if tier == "overview" and candidate.kind == "file":
+        tier = "abstract"
+    return tier
+
+
+class _Budget:
+    def __init__(self, caps: Caps):
+        self.caps = caps
+        self.used = 0
+        self.events_used = 0
+
+    def fits(self, candidate: Candidate, extra: int) -> bool:
+        if self.used + extra > self.caps.max_tokens:
+            return False
+        return not (candidate.category == "events" and self.caps.events_budget is not None
+                    and self.events_used + extra > self.caps.events_budget)
+
+    def spend(self, candidate: Candidate, extra: int) -> None:
+        self.used += extra
+        if candidate.category == "events":
+            self.events_used += extra
+
+
+def block_cost(candidate: Candidate, tier: str, body_tokens: int, family: str) -> int:
+    shell = render_block(candidate.uri, candidate.category, candidate.score, tier, "") + SEPARATOR
+    return estimate_tokens(shell, family) + (body_tokens if tier != "uri" else 0)
+
+
+def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
+    if tier == "abstract":
+        return estimate_tokens(candidate.abstract, family)
+    if tier == "overview":
+        return candidate.overview_tokens
+    if tier == "full":
+        return candidate.content_tokens
+    return 0
+
+
+def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
+    """RFC §3.4: round 0 everyone at abstract (or pinned tier), in score order — what does not fit becomes a
+    `uri` line, then is dropped; round 1 directories up to overview; round 2 files up to full, capped per entry."""
+    family = caps.family
+    order = sorted(candidates, key=lambda c: (-c.score, c.uri))
+    budget = _Budget(caps)
+    chosen: dict[str, PlannedEntry] = {}
+    dropped: list[Candidate] = []
+
+    def take(candidate: Candidate, tier: str, body: int) -> bool:
+        cost = block_cost(candidate, tier, body, family)
+        if not budget.fits(candidate, cost):
+            return False
+        budget.spend(candidate, cost)
+        chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
+        return True
+
+    for candidate in order:
+        tier = _pinned(candidate, caps) or "abstract"
+        if not take(candidate, tier, _body_tokens(candidate, tier, family)) and not take(candidate, "uri", 0):
+            dropped.append(candidate)
+
+    def upgrade(candidate: Candidate, tier: str, body: int) -> None:
+        current = chosen[candidate.uri]
+        cost = block_cost(candidate, tier, body, family)
+        if budget.fits(candidate, cost - current.cost):
+            budget.spend(candidate, cost - current.cost)
+            chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
+
+    auto = [c for c in order if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
+    for candidate in auto:
+        if candidate.kind == "dir" and _ceiling(candidate, caps) == "overview" and candidate.overview_tokens:
+            upgrade(candidate, "overview", min(candidate.overview_tokens, caps.per_entry_cap))
+    for candidate in auto:
+        if candidate.kind != "file" or _ceiling(candidate, caps) != "full":
+            continue
+        current = chosen[candidate.uri]
+        room = caps.max_tokens - budget.used + current.cost - block_cost(candidate, "full", 0, family)
+        if candidate.category == "events" and caps.events_budget is not None:
+            room = min(room, caps.events_budget - budget.events_used + current.cost
+                       - block_cost(candidate, "full", 0, family))
+        body = min(candidate.content_tokens, caps.per_entry_cap, room)
+        # A cut head must say clearly more than the abstract it replaces, or the budget is better left unspent.
+        if body > current.body_tokens and (body == candidate.content_tokens or body >= MIN_HEAD_TOKENS):
+            upgrade(candidate, "full", body)
+
+    entries = [chosen[c.uri] for c in order if c.uri in chosen]
+    return Plan(entries=entries, dropped=dropped, used_tokens=budget.used)

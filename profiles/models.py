@@ -1,0 +1,100 @@
+"""Operator-tunable configuration (purpose profiles, retrieval settings), read on every request."""
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "skills")
+TIERS = ("abstract", "overview", "full")
+DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
+TIER_CHOICES = [(t, t) for t in TIERS]
+TOKENIZER_CHOICES = [("o200k", "o200k (GPT-4o family)"), ("cl100k", "cl100k (GPT-4 family)"),
+                     ("qwen", "Qwen"), ("deepseek", "DeepSeek")]
+
+
+def validate_quotas(value):
+    if not isinstance(value, dict):
+        raise ValidationError("quotas must be an object of bucket → count")
+    for key, count in value.items():
+        if key not in BUCKETS:
+            raise ValidationError(f"unknown bucket {key!r}; buckets are {', '.join(BUCKETS)}")
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 100:
+            raise ValidationError(f"quota of {key} must be an integer 0–100")
+
+
+class PurposeProfile(models.Model):
+    """A named preset of quotas and budgets (RFC §3.5); `purpose=<name>` turns on per-bucket sampling."""
+
+    name = models.SlugField(max_length=32, unique=True)
+    enabled = models.BooleanField(default=True)
+    builtin = models.BooleanField(default=False, editable=False, help_text="Built-in profiles cannot be deleted.")
+    quotas = models.JSONField(default=dict, validators=[validate_quotas],
+                              help_text="Candidates per bucket: events, entities, preferences, experiences, "
+                                        "resources, skills (0–100 each).")
+    events_budget_ratio = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+                                            help_text="Largest share of max_tokens that events may take.")
+    detail = models.CharField(max_length=8, choices=DETAIL_CHOICES, blank=True, default="",
+                              help_text="Default detail for this purpose (blank: the request's or auto).")
+    max_tokens = models.PositiveIntegerField(null=True, blank=True,
+                                             validators=[MinValueValidator(64), MaxValueValidator(32000)],
+                                             help_text="Default budget for this purpose (blank: the settings').")
+    score_threshold = models.FloatField(null=True, blank=True,
+                                        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+                                        help_text="Default score floor for this purpose (blank: the settings').")
+
+    def __str__(self):
+        return self.name
+
+
+class RetrievalSettings(models.Model):
+    """The one row of deployment-wide retrieval defaults (RFC §3.1, §3.7), edited in the admin."""
+
+    context_score_threshold = models.FloatField(default=0.1, validators=[MinValueValidator(0), MaxValueValidator(1)],
+                                                help_text="Score floor of /search mode=context (RFC: 0.1).")
+    recall_score_threshold = models.FloatField(default=0.35, validators=[MinValueValidator(0), MaxValueValidator(1)],
+                                               help_text="Score floor of /recall (RFC: 0.35).")
+    default_max_tokens = models.PositiveIntegerField(default=1600, validators=[MinValueValidator(64),
+                                                                               MaxValueValidator(32000)],
+                                                     help_text="Budget when a request gives none (RFC: 1600).")
+    recall_dedup_turns = models.PositiveIntegerField(default=5, validators=[MaxValueValidator(100)],
+                                                     help_text="dedup_turns of /recall with a session (RFC: 5).")
+    recall_purpose = models.SlugField(max_length=32, default="coding",
+                                      help_text="purpose of /recall when the request gives none (RFC: coding).")
+    memory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="full",
+                                         help_text="Highest tier a memory file may reach (RFC: full).")
+    resource_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="abstract",
+                                           help_text="Highest tier a resource may reach (RFC: abstract).")
+    skill_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="abstract",
+                                        help_text="Highest tier a skill may reach (RFC: abstract).")
+    directory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="overview",
+                                            help_text="Highest tier a directory may reach (RFC: overview).")
+    per_entry_cap_tokens = models.PositiveIntegerField(default=400, validators=[MinValueValidator(16),
+                                                                                MaxValueValidator(32000)],
+                                                       help_text="Most tokens one entry's body may take in "
+                                                                 "detail=auto (heads are kept).")
+    recall_intent_timeout_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1),
+                                                                           MaxValueValidator(120)],
+                                                help_text="Timeout of the query-expansion LLM call (RFC: 10 s).")
+    recall_rewrite_timeout_s = models.FloatField(default=60.0, validators=[MinValueValidator(0.1),
+                                                                            MaxValueValidator(300)],
+                                                 help_text="Timeout of the digest rewrite LLM call (RFC: 60 s).")
+    max_expansion_queries = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1),
+                                                                                    MaxValueValidator(3)],
+                                                             help_text="Queries searched after expansion, "
+                                                                       "the original included (RFC: ≤3).")
+    rewrite_max_bullets = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1),
+                                                                                  MaxValueValidator(20)],
+                                                           help_text="Default digest bullets (RFC: 6).")
+    rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured.")
+    tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
+                                        help_text="Which tokenizer the token estimates are calibrated for.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "retrieval settings"
+
+    def save(self, *args, **kwargs):
+        self.pk = 1  # a single row
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return "retrieval settings"

@@ -1,0 +1,62 @@
+"""Sessions, their messages and the recall ledger (DESIGN.md §3)."""
+from django.db import models
+
+from ovsite.models import Account
+
+
+class Session(models.Model):
+    """One conversation of one user. `total_message_count` is the turn clock: it only ever grows."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="sessions")
+    session_id = models.CharField(max_length=128)
+    user = models.CharField(max_length=64)
+    total_message_count = models.PositiveIntegerField(
+        default=0, help_text="Messages ever added; never decreases, so the recall ledger can count turns by it.")
+    archive_overview = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "session_id"], name="session_unique_per_account")]
+        indexes = [models.Index(fields=["account", "user", "-updated_at"], name="session_user_recent")]
+
+    def __str__(self):
+        return self.session_id
+
+
+class Message(models.Model):
+    ROLE_CHOICES = [("user", "user"), ("assistant", "assistant"), ("system", "system"), ("tool", "tool")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField(help_text="0-based: the session's total_message_count before the insert.")
+    role = models.CharField(max_length=16, choices=ROLE_CHOICES)
+    content = models.TextField(blank=True, default="",
+                               help_text="The text parts joined by newlines when the client sent parts.")
+    parts = models.JSONField(default=list, blank=True, help_text="The typed parts as sent; empty for plain content.")
+    peer_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "index"], name="message_index_unique")]
+
+    def __str__(self):
+        return f"{self.session.session_id}#{self.index} {self.role}"
+
+
+class RecallLedgerEntry(models.Model):
+    """One URI served to a session at one tier on one turn; read by cross-turn dedup, pruned on write."""
+
+    DETAIL_CHOICES = [("full", "full"), ("overview", "overview"), ("abstract", "abstract"), ("uri", "uri")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="ledger")
+    uri = models.CharField(max_length=1024)
+    detail = models.CharField(max_length=8, choices=DETAIL_CHOICES)
+    msg_index = models.PositiveIntegerField(help_text="The session's total_message_count when the URI was served.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "msg_index"], name="ledger_session_turn")]
+        verbose_name_plural = "recall ledger entries"
+
+    def __str__(self):
+        return f"{self.uri} @ {self.msg_index} ({self.detail})"

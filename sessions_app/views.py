@@ -1,0 +1,113 @@
+"""HTTP views of sessions (OpenViking's `/api/v1/sessions` routes): parse, call one service, wrap in the envelope."""
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+
+from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
+from ovsite.envelope import ok
+from sessions_app import selectors, services
+from sessions_app.models import Message
+
+# Dot-only ids are refused: HTTP clients collapse `.` and `..` path segments, so such a session is unreachable.
+SESSION_ID_PATTERN = r"\A(?!\.+\Z)[A-Za-z0-9_.:-]{1,128}\Z"
+SESSION_ID_MESSAGE = "1–128 characters of A–Z, a–z, 0–9, _ . : -"
+
+
+def session_id_field(**kwargs) -> serializers.RegexField:
+    # No trimming: "a\t" must be refused, not taken for the session "a".
+    return serializers.RegexField(SESSION_ID_PATTERN, error_messages={"invalid": SESSION_ID_MESSAGE},
+                                  trim_whitespace=False, **kwargs)
+
+
+class SessionPath(StrictSerializer):
+    session_id = session_id_field()
+
+
+def _session_id(session_id: str) -> str:
+    return parse(SessionPath, {"session_id": session_id})["session_id"]
+
+
+class CreateSessionRequest(StrictSerializer):
+    accepted_ignored = ("memory_policy", "auto_commit_policy", "memory_extraction_config", "telemetry")
+    session_id = session_id_field(required=False, allow_null=True, allow_blank=True)
+
+
+class ListSessionsParams(QueryParamsSerializer):
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
+
+
+@api_view(["GET", "POST"])
+def sessions(request):
+    if request.method == "GET":
+        params = parse(ListSessionsParams, request.query_params)
+        return ok(selectors.list_sessions(caller=request.user, limit=params["limit"]))
+    data = parse(CreateSessionRequest, request.data or {})
+    return ok(services.create_session(caller=request.user, session_id=data.get("session_id")))
+
+
+class OpenSessionParams(QueryParamsSerializer):
+    auto_create = serializers.BooleanField(default=False)
+
+
+@api_view(["GET", "DELETE"])
+def session_detail(request, session_id):
+    session_id = _session_id(session_id)
+    if request.method == "DELETE":
+        return ok(services.delete_session(caller=request.user, session_id=session_id))
+    params = parse(OpenSessionParams, request.query_params)
+    return ok(services.open_session(caller=request.user, session_id=session_id, auto_create=params["auto_create"]))
+
+
+class MessageRequest(StrictSerializer):
+    """One message as OpenViking clients send it: `content`, or typed `parts` (which win when both are given)."""
+
+    # Per-message metadata the SDK may send; ovsite orders messages by arrival and keeps none of these.
+    accepted_ignored = ("created_at", "turn_id", "message_kind", "source_message_ids", "role_id", "telemetry",
+                        "options")
+    role = serializers.ChoiceField(choices=[choice for choice, _ in Message.ROLE_CHOICES])
+    content = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
+    parts = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True, max_length=1000)
+    peer_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+
+    def validate_parts(self, parts):
+        for index, part in enumerate(parts or []):
+            if not isinstance(part.get("type"), str):
+                raise serializers.ValidationError(f"part {index} needs a string 'type'")
+            if part["type"] == "text" and not isinstance(part.get("text"), str):
+                raise serializers.ValidationError(f"text part {index} needs a string 'text'")
+        return parts
+
+    def validate(self, data):
+        if data.get("content") is None and not data.get("parts"):
+            raise serializers.ValidationError({"content": ["give content or a non-empty parts list"]})
+        return data
+
+
+class BatchMessagesRequest(StrictSerializer):
+    accepted_ignored = ("telemetry",)
+    messages = MessageRequest(many=True, allow_empty=False, max_length=1000)
+
+
+@api_view(["POST"])
+def add_message(request, session_id):
+    session_id = _session_id(session_id)
+    message = services.message_from(**parse(MessageRequest, request.data))
+    return ok(services.add_messages(caller=request.user, session_id=session_id, messages=[message]))
+
+
+@api_view(["POST"])
+def add_messages_batch(request, session_id):
+    session_id = _session_id(session_id)
+    messages = [services.message_from(**m) for m in parse(BatchMessagesRequest, request.data)["messages"]]
+    return ok(services.add_messages(caller=request.user, session_id=session_id, messages=messages))
+
+
+class ContextParams(QueryParamsSerializer):
+    token_budget = serializers.IntegerField(min_value=0, max_value=10_000_000, default=128_000)
+
+
+@api_view(["GET"])
+def session_context(request, session_id):
+    session_id = _session_id(session_id)
+    params = parse(ContextParams, request.query_params)
+    return ok(selectors.session_context(caller=request.user, session_id=session_id,
+                                        token_budget=params["token_budget"]))
