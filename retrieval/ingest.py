@@ -192,8 +192,11 @@ def add_skill(*, caller: Caller, data=None, temp_file_id: str | None = None, tar
     name, skill_md = _skill_from_data(data)
     if not _SKILL_NAME.match(name):
         raise InvalidArgument("a skill name is 1-64 letters, digits, '_', '.' or '-'", loc=["data", "name"])
-    root = parse_uri(target_uri, user_id=caller.user_id).uri if target_uri else f"viking://~/skills/{name}"
-    root = parse_uri(root, user_id=caller.user_id).uri
+    # As in OpenViking, target_uri names a skills root; the skill gets its own folder below it.
+    skills_root = parse_uri(target_uri or "viking://~/skills", user_id=caller.user_id)
+    if skills_root.context_type != "skill":
+        raise InvalidArgument(f"{skills_root.uri} is not a skills folder (…/skills/…)", loc=["target_uri"])
+    root = f"{skills_root.uri}/{name}"
     writes = [FileWrite(f"{root}/SKILL.md", skill_md)] + [FileWrite(f"{root}/{rel}", text) for rel, text in extra]
     written = write_files(caller=caller, writes=writes, kind="add_skill")
     if temp_file_id:

@@ -83,9 +83,12 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     if len(set(uris)) != len(uris):
         raise InvalidArgument("the same URI is written twice in one request", loc=["operations"])
     now = timezone.now()
+    ancestors = {a for p in parsed for a in p.ancestors()}
+    nested = sorted(ancestors & set(uris))
+    if nested:
+        raise Conflict(f"{nested[0]} is written as a file and would also hold other nodes", {"uri": nested[0]})
     changed: list[str] = []
     with transaction.atomic():
-        ancestors = {a for p in parsed for a in p.ancestors()} - set(uris)
         _ensure_directories(caller, ancestors, now)
         existing = {row.uri: row for row in Context.objects.select_for_update()
                     .filter(account_id=caller.account_id, uri__in=uris)}

@@ -6,10 +6,9 @@ from rest_framework.response import Response
 
 from ovsite.api import QueryParamsSerializer, StrictSerializer, StringOrList, Timings, parse
 from ovsite.envelope import ok
-from ovsite.errors import InvalidArgument, NotFound
+from ovsite.errors import InvalidArgument
 from retrieval import ingest, selectors, services
 from retrieval.find import CONTEXT_TYPES, FindQuery, find, parse_time
-from retrieval.models import ProcessingTask
 from retrieval.uris import parse_uri
 from retrieval.waiting import queue_status, wait_for_tasks
 
@@ -346,11 +345,4 @@ def system_status(request):
 
 @api_view(["GET"])
 def task_detail(request, task_id):
-    task = (ProcessingTask.objects.filter(id=task_id, account_id=request.user.account_id)
-            .values("id", "kind", "status", "uris", "error", "created_at", "finished_at").first())
-    if task is None:
-        raise NotFound(str(task_id), "task")
-    task["task_id"] = str(task.pop("id"))
-    task["created_at"] = task["created_at"].isoformat()
-    task["finished_at"] = task["finished_at"].isoformat() if task["finished_at"] else None
-    return ok(task)
+    return ok(selectors.task_detail(caller=request.user, task_id=task_id))

@@ -309,7 +309,6 @@ def test_skill_list_hides_other_users_private_skills(w):
     assert_no_leak("bob", response)
 
 
-@pytest.mark.xfail(strict=True, reason="needs retrieval/views.py task_detail to call selectors.task_detail")
 def test_task_of_other_user_in_the_account_is_not_found(w):
     """A task's `uris` name the nodes it touched; another user's private URIs must not leak through it."""
     assert_error(w["bob"].get(f"/api/v1/tasks/{w.alice_task}"), 404, "NOT_FOUND")

@@ -378,8 +378,6 @@ def test_batch_whose_last_operation_repeats_a_uri_writes_nothing(c):
     assert_nothing_written(c)
 
 
-@pytest.mark.xfail(strict=True, reason="needs retrieval/services.py write_files: a URI written as a file in the "
-                                       "batch may not also be an ancestor of another operation (409)")
 def test_batch_whose_last_operation_nests_under_an_earlier_file_writes_nothing(c):
     ops = GOOD_OPS + [{"uri": "viking://resources/batch/one.md/three.md", "content": "3"}]
     assert_error(c.batch({"operations": ops}), 409, "CONFLICT")

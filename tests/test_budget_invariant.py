@@ -1,0 +1,56 @@
+"""The budget invariant (DESIGN.md §4): the estimate of the final `rendered` never exceeds `max_tokens`."""
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assembly.pipeline import _fit, _rendered_entries
+from assembly.planner import Candidate, Caps, plan_tiers
+from retrieval.tokens import estimate_tokens, truncate_to_tokens
+
+PIECES = ["deploy ", "the ", "回滚计划", "こんにちは", "한국어 ", "😀", "{\"k\": 12}", "\n", "</memory>",
+          "</openviking-context>", "<memory uri=\"x\">", "# Summary\n", "&amp;", "Ωμέγα ", "42 "]
+texts = st.lists(st.sampled_from(PIECES), max_size=120).map("".join)
+FAMILIES = ["o200k", "cl100k", "qwen", "deepseek"]
+
+
+@st.composite
+def corpora(draw):
+    items = draw(st.lists(st.tuples(st.floats(0, 1), texts, texts, st.sampled_from(["file", "dir"]),
+                                    st.sampled_from(["events", "preferences", "resources"])), max_size=20))
+    return [(Candidate(uri=f"viking://resources/n{i}" if kind == "dir" else f"viking://user/u/memories/{cat}/{i}.md",
+                       category="resources" if kind == "dir" else cat,
+                       context_type="resource" if kind == "dir" else "memory", kind=kind, score=score,
+                       abstract=abstract[:450]), body) for i, (score, abstract, body, kind, cat) in enumerate(items)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corpora(), st.integers(64, 4000), st.sampled_from(["auto", "abstract", "overview", "full"]),
+       st.sampled_from(FAMILIES), st.sampled_from(FAMILIES))
+def test_rendered_never_exceeds_max_tokens(corpus, max_tokens, detail, family, stored_family):
+    """Planned from counts made by one tokenizer family, rendered and fitted with another: still within budget."""
+    candidates = [replace(c, overview_tokens=estimate_tokens(body, stored_family),
+                          content_tokens=estimate_tokens(body, stored_family)) for c, body in corpus]
+    full_text = {c.uri: body for c, body in corpus}
+    plan = plan_tiers(candidates, Caps(max_tokens=max_tokens, detail=detail, family=family, per_entry_cap=300))
+    bodies = {e.candidate.uri: e.candidate.abstract if e.tier == "abstract" else
+              truncate_to_tokens(full_text[e.candidate.uri], e.body_tokens, family) for e in plan.entries}
+    entries, rendered, used = _fit(_rendered_entries(plan, bodies), max_tokens, family)
+    assert used == estimate_tokens(rendered, family) <= max_tokens
+    assert all(f'uri="{e["uri"]}"' in rendered for e in entries)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, st.integers(0, 400), st.sampled_from(FAMILIES))
+def test_truncation_keeps_the_head_within_the_limit(text, limit, family):
+    head = truncate_to_tokens(text, limit, family)
+    assert estimate_tokens(head, family) <= max(limit, 0) or head == ""
+    stem = head[:-2] if head.endswith("\n…") else head
+    assert text.startswith(stem.rstrip()) or stem == ""
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_estimate_is_additive_up_to_rounding(family):
+    a, b = "hello 世界 " * 7, "😀 {\"json\": [1,2,3]}\n" * 5
+    assert estimate_tokens(a + b, family) <= estimate_tokens(a, family) + estimate_tokens(b, family)
