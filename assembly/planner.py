@@ -151,8 +151,9 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             room = min(room, caps.events_budget - budget.events_used + current.cost
                        - block_cost(candidate, "full", 0, family))
         body = min(candidate.content_tokens, caps.per_entry_cap, room)
-        # A cut head must say clearly more than the abstract it replaces, or the budget is better left unspent.
-        if body > current.body_tokens and (body == candidate.content_tokens or body >= MIN_HEAD_TOKENS):
+        # The whole content is worth it (the client then needs no read); a cut head must say clearly more than
+        # the abstract it replaces, or the budget is better left unspent.
+        if body == candidate.content_tokens or (body > current.body_tokens and body >= MIN_HEAD_TOKENS):
             upgrade(candidate, "full", body)
 
     entries = [chosen[c.uri] for c in order if c.uri in chosen]

@@ -176,3 +176,20 @@ def test_with_a_root_key_an_account_created_through_the_sdk_works_with_its_own_k
             alice.admin_create_account("other", "bob")
         with pytest.raises(UnauthenticatedError):
             connect("ovk_not-a-real-key").ls("viking://resources")
+
+
+def test_sdk_search_context_gets_the_assembled_block(seeded, client):
+    """`search_context()` always sends target_uri "" and limit 10; both must be accepted in context mode."""
+    client.write("viking://user/default/memories/preferences/editor.md", "Uses dark mode in every editor.",
+                 wait=True)
+    session = client.create_session("sdk-context")
+    client.session(session["session_id"]).add_message("user", "which editor theme do I like?")
+    result = client.search_context("editor theme preference", session_id="sdk-context",
+                                   options={"max_tokens": 600, "purpose": "coding", "dedup_turns": 5})
+    assert set(result) >= {"entries", "rendered", "digest", "stats"}
+    assert result["entries"][0]["uri"] == "viking://user/default/memories/preferences/editor.md"
+    assert 'detail="full"' in result["rendered"] and result["stats"]["purpose"] == "coding"
+    assert result["stats"]["dedup"]["turns"] == 5
+    again = client.search_context("editor theme preference", session_id="sdk-context",
+                                  options={"max_tokens": 600, "purpose": "coding", "dedup_turns": 5})
+    assert again["stats"]["dedup"]["cooled"] == 1 and again["entries"] == []
