@@ -98,3 +98,24 @@ class RetrievalSettings(models.Model):
 
     def __str__(self):
         return "retrieval settings"
+
+
+class LLMUsage(models.Model):
+    """One row per LLM call (RFC §3.2 cost account): what it was for, what it cost, how it ended."""
+
+    KIND_CHOICES = [("expansion", "query expansion"), ("rewrite", "digest rewrite"), ("summary", "summary"),
+                    ("extraction", "memory extraction")]
+    OUTCOME_CHOICES = [("ok", "ok"), ("timeout", "timeout"), ("error", "error"), ("invalid", "invalid output")]
+    kind = models.CharField(max_length=16, choices=KIND_CHOICES)
+    model = models.CharField(max_length=128)
+    account = models.ForeignKey("ovsite.Account", null=True, blank=True, on_delete=models.SET_NULL)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0)
+    outcome = models.CharField(max_length=8, choices=OUTCOME_CHOICES)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "LLM usage"
+        indexes = [models.Index(fields=["kind", "created_at"], name="llmusage_kind_created")]

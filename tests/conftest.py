@@ -94,3 +94,13 @@ def remote_embedder(fake_openai, settings):
     get_embedder.cache_clear()
     yield fake_openai
     get_embedder.cache_clear()
+
+
+@pytest.fixture
+def fake_llm(fake_openai, settings):
+    """Configures the LLM (main model and query planner) to the fake OpenAI-compatible server for one test."""
+    settings.LLM_URL = fake_openai.url
+    settings.LLM_MODEL = "fake-main"
+    settings.QUERY_PLANNER_MODEL = "fake-planner"
+    settings.LLM_API_KEY = "test"
+    return fake_openai

@@ -1,4 +1,4 @@
-"""A real local HTTP server speaking the OpenAI API (embeddings now, chat later) for tests of the LLM paths.
+"""A real local HTTP server speaking the OpenAI API (embeddings and chat) for tests of the LLM paths.
 
 It answers over HTTP so the real `openai` client — its timeouts, status handling and parsing — is exercised.
 Embeddings are the packaged USE model's, so retrieval through this server still ranks meaningfully.
@@ -12,17 +12,26 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 @dataclass
 class Script:
-    """What the server does next: `mode` is "ok", "error" (HTTP `status`), "garbage" or "wrong_dim"."""
+    """What the server does next: `mode` is "ok", "error" (HTTP `status`), "garbage" or "wrong_dim".
+
+    Chat replies: `chat` is a string, or a callable of the request body returning one; `usage` the
+    (prompt_tokens, completion_tokens) reported. `delay_s` delays every answer (a hang, for a client timeout)."""
 
     mode: str = "ok"
     status: int = 500
     delay_s: float = 0.0
+    chat: object = "ok"
+    usage: tuple = (11, 7)
     requests: list = field(default_factory=list)
+
+    def chat_requests(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
 
 class FakeOpenAI:
     def __init__(self):
         self.script = Script()
+        self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -37,6 +46,7 @@ class FakeOpenAI:
         return self
 
     def stop(self):
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -51,6 +61,15 @@ class FakeOpenAI:
                 "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0}}
 
+    def _chat(self, body: dict) -> dict:
+        reply = self.script.chat(body) if callable(self.script.chat) else self.script.chat
+        prompt_tokens, completion_tokens = self.script.usage
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": reply}}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
+
     def _handler(self):
         fake = self
 
@@ -64,12 +83,16 @@ class FakeOpenAI:
                 script.requests.append({"path": self.path, "body": body})
                 if script.delay_s:
                     time.sleep(script.delay_s)
+                    if fake.stopping.is_set():
+                        return None
                 if script.mode == "error":
                     return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}})
                 if script.mode == "garbage":
                     return self._send(200, b"this is not json", raw=True)
                 if self.path.endswith("/embeddings"):
                     return self._send(200, fake._embeddings(body))
+                if self.path.endswith("/chat/completions"):
+                    return self._send(200, fake._chat(body))
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def _send(self, status, payload, raw=False):
