@@ -31,9 +31,15 @@ def reembed_all(*, batch_size: int = 256, progress=None) -> int:
         change_dimension(settings.EMBEDDING_DIM)
     embedder = get_embedder()
     rows = (Context.objects.filter(state__in=("ready", "failed")).order_by("id")
-            .values_list("id", "uri", "abstract"))
-    pending = [(pk, abstract or uri.rsplit("/", 1)[-1]) for pk, uri, abstract in rows.iterator()
-               if not parse_uri(uri, user_id="").is_structural]
+            .values_list("id", "uri", "kind", "abstract"))
+    pending, containers = [], []
+    for pk, uri, kind, abstract in rows.iterator():
+        if kind == "dir" and parse_uri(uri, user_id="").is_structural:
+            containers.append(pk)
+        else:
+            pending.append((pk, abstract or uri.rsplit("/", 1)[-1]))
+    # Containers are never search hits (VikingUri.is_structural); drop any vector an older rule gave them.
+    Context.objects.filter(id__in=containers).update(embedding=None, embedding_model="", state="ready", error="")
     for start in range(0, len(pending), batch_size):
         chunk = pending[start: start + batch_size]
         vectors = embedder.embed([text for _, text in chunk])

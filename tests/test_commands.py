@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from ovsite import embedded_pg
+from retrieval.models import Context
 from retrieval.reembed import stored_dimension
 from tests.conftest import hit_uris
 
@@ -23,12 +24,16 @@ def test_import_dir_writes_text_files_and_reports_binary(api, tmp_path, capsys):
     assert hit_uris(api.find("how do I install", level=2))[0] == "viking://resources/handbook/guide/install.md"
 
 
-def test_reembed_rewrites_every_searchable_vector(api, capsys):
+def test_reembed_rewrites_every_searchable_vector_and_none_of_the_containers(api, capsys):
     api.write("viking://resources/a/one.md", "Alpha document.")
+    api.write("viking://~/memories/preferences/tea.md", "Prefers green tea.")
+    Context.objects.filter(uri="viking://user/default/memories/preferences").update(embedding=[0.1] * 512)
     call_command("reembed")
-    assert "re-embedded 2 nodes" in capsys.readouterr().out  # the file and its folder a/
+    assert "re-embedded 3 nodes" in capsys.readouterr().out  # both files and the folder a/
     assert stored_dimension() == 512
-    assert hit_uris(api.find("alpha", level=2)) == ["viking://resources/a/one.md"]
+    assert hit_uris(api.find("alpha document", level=2, limit=1)) == ["viking://resources/a/one.md"]
+    assert hit_uris(api.find("green tea", limit=1)) == ["viking://user/default/memories/preferences/tea.md"]
+    assert not Context.objects.filter(kind="dir", uri__startswith="viking://user/", embedding__isnull=False).exists()
 
 
 def test_retry_failed_command_reports(api, capsys):
