@@ -1,7 +1,7 @@
 """Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
 from dataclasses import dataclass, field
 
-from django.db.models import Q, Value
+from django.db.models import Exists, Q, Value
 from pgvector.django import CosineDistance
 
 from assembly.planner import Candidate
@@ -29,8 +29,10 @@ class Candidates:
 def _ranked(caller: Caller, spec: FindQuery, vector: list[float], extra: Q, limit: int, label: str):
     distance = CosineDistance("embedding", vector)
     rows = scoped_rows(caller, spec).filter(extra).annotate(distance=distance, bucket=Value(label))
-    if spec.score_threshold:  # 0 admits everything: scores are clamped to [0, 1]
-        rows = rows.filter(distance__lte=1 - spec.score_threshold)
+    if extra:
+        # An uncorrelated EXISTS is a one-time gate: an empty bucket costs one index probe instead of an
+        # iterative HNSW scan that walks the whole index looking for rows that are not there.
+        rows = rows.filter(Exists(scoped_rows(caller, spec).filter(extra)))
     return rows.order_by(distance).values(*FIELDS, "bucket")[:limit]
 
 
@@ -64,10 +66,13 @@ def _candidate(row: dict, peers: PeerPolicy) -> Candidate:
                      overview_tokens=row["overview_tokens"], content_tokens=row["content_tokens"])
 
 
-def _best_by_uri(rows: list[dict], peers: PeerPolicy) -> dict[str, tuple[str, Candidate]]:
-    """Merges hits of several queries: each URI once, at its best score."""
+def _best_by_uri(rows: list[dict], peers: PeerPolicy, threshold: float | None) -> dict[str, tuple[str, Candidate]]:
+    """Merges hits of several queries: each URI once, at its best score. The threshold cuts the k nearest here,
+    not in SQL (see retrieval.find.above_threshold)."""
     best: dict[str, tuple[str, Candidate]] = {}
     for row in rows:
+        if threshold and 1.0 - row["distance"] < threshold:
+            continue
         candidate = _candidate(row, peers)
         if row["uri"] not in best or candidate.score > best[row["uri"]][1].score:
             best[row["uri"]] = (row["bucket"], candidate)
@@ -82,7 +87,7 @@ def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[floa
                      peers: PeerPolicy) -> Candidates:
     """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept."""
     rows = _union_rows([_ranked(caller, spec, vector, peers.filter(), limit, "all") for vector in vectors])
-    items = _score_order(c for _, c in _best_by_uri(rows, peers).values())[:limit]
+    items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 
 
@@ -93,7 +98,7 @@ def quota_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[floa
     rows = _union_rows([_ranked(caller, spec, vector, BUCKET_FILTERS[bucket] & peers.filter(), count, bucket)
                         for bucket, count in active for vector in vectors])
     by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
-    for bucket, candidate in _best_by_uri(rows, peers).values():
+    for bucket, candidate in _best_by_uri(rows, peers, spec.score_threshold).values():
         by_bucket[bucket].append(candidate)
     items, searched = [], {}
     for bucket, count in active:

@@ -107,18 +107,24 @@ def scoped_rows(caller: Caller, spec: FindQuery):
     return rows
 
 
+def above_threshold(rows: list[dict], threshold: float | None) -> list[dict]:
+    """The threshold is applied to the k nearest, not inside the index scan: the nearest rows above a threshold
+    are the k nearest cut at it, and in SQL it makes an iterative HNSW scan walk the whole index looking for k
+    rows that pass when few do."""
+    return rows if not threshold else [row for row in rows if row["score"] >= threshold]
+
+
 def ranked_hits(caller: Caller, spec: FindQuery, vector: list[float]) -> list[dict]:
     """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
     distance = CosineDistance("embedding", vector)
     rows = scoped_rows(caller, spec).annotate(distance=distance)
-    if spec.score_threshold is not None:
-        rows = rows.filter(distance__lte=1 - spec.score_threshold)
     fields = ["uri", "kind", "context_type", "category", "abstract", "tags", "distance"]
     if spec.read_content:
         fields.append("content")
     found = list(rows.order_by(distance).values(*fields)[: spec.limit])
     for row in found:
         row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)
+    found = above_threshold(found, spec.score_threshold)
     # relaxed_order iterative scans may return neighbours slightly out of order: settle it here.
     found.sort(key=lambda row: (-row["score"], row["uri"]))
     return found

@@ -58,10 +58,13 @@ class Api:
 @pytest.fixture
 def seeded(transactional_db):
     """Transactional tests flush every table after each test; put the shipped rows back first."""
+    from ovsite.models import Account, AccountUser
     from profiles.models import PurposeProfile, RetrievalSettings
     from profiles.seeds import seed_rows
 
     seed_rows(PurposeProfile, RetrievalSettings)
+    account, _ = Account.objects.get_or_create(name="default")  # as ovsite's data migration does
+    AccountUser.objects.get_or_create(account=account, user_id="default", defaults={"role": "admin"})
 
 
 @pytest.fixture
