@@ -97,7 +97,7 @@ def start(pgdata: Path, database: str) -> Path:
     return socket_dir
 
 
-def _start_server(commands, pgdata: Path, socket_dir: Path, attempts: int = 20) -> None:
+def _start_server(commands, pgdata: Path, socket_dir: Path, attempts: int = 40) -> None:
     """Starts postgres, retrying while the backends of a killed server still hold its shared memory.
 
     """
@@ -115,7 +115,7 @@ def _start_server(commands, pgdata: Path, socket_dir: Path, attempts: int = 20) 
             time.sleep(0.5)
 
 
-def _connect(socket_dir: Path, dbname: str, wait_s: float = 15.0) -> psycopg.Connection:
+def _connect(socket_dir: Path, dbname: str, wait_s: float = 30.0) -> psycopg.Connection:
     deadline = time.monotonic() + wait_s
     while True:
         try:

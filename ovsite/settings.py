@@ -108,7 +108,8 @@ EMBEDDER_THREADS = env.int("OVSITE_EMBEDDER_THREADS", default=1)
 LLM_URL = env.str("LLM_URL", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="unused")
-QUERY_PLANNER_MODEL = env.str("QUERY_PLANNER_MODEL", default="") or LLM_MODEL
+# Kept raw: rewrite="auto" runs only when a planner model is named; retrieval.llm.planner_model() falls back.
+QUERY_PLANNER_MODEL = env.str("QUERY_PLANNER_MODEL", default="")
 
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")

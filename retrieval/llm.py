@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import openai
 from django.conf import settings
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,6 @@ def planner_model() -> str:
 
 @lru_cache(maxsize=8)
 def _client(url: str, api_key: str):
-    import openai
-
     return openai.OpenAI(base_url=url, api_key=api_key, max_retries=0)
 
 
@@ -84,8 +83,6 @@ def complete(*, kind: str, messages: list[dict], timeout_s: float, account_id: i
     `parse(text)` validates the answer into `value`; a ValueError from it makes the outcome "invalid"."""
     if not llm_configured():
         return Completion(outcome="off")
-    import openai
-
     model = model or settings.LLM_MODEL
     started = time.perf_counter()
     extra = {"response_format": {"type": "json_object"}} if json_mode else {}

@@ -56,9 +56,10 @@ def test_embedded_pg_restarts_after_kill_and_stale_handle_file(tmp_path):
         embedded_pg.start(pgdata, "probe")
         with psycopg.connect(host=str(socket_dir), user="postgres", dbname="probe") as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
-    finally:
         assert embedded_pg.stop(pgdata)
-    assert not embedded_pg.is_running(pgdata)
+        assert not embedded_pg.is_running(pgdata)
+    finally:
+        embedded_pg.stop(pgdata)  # never leave a server behind, whatever failed above
 
 
 @pytest.mark.parametrize("action", ["status"])
