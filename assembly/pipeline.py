@@ -1,16 +1,19 @@
 """The assembly pipeline (DESIGN.md §5), one stage per module; this file reads as the list of steps:
 
-request → candidates → dedup/exclude → plan (pure) → fetch (one query) → render → ledger → stats
+request → [expansion] → candidates → dedup/exclude → plan (pure) → fetch (one query) → render → [rewrite]
+→ ledger → stats
 """
 from assembly import candidates as providers
 from assembly.dedup import drop_served
 from assembly.executor import fetch_bodies
+from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.params import ContextParams
 from assembly.planner import Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
+from assembly.rewrite import rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
-from retrieval.embedders import embed_query
+from retrieval.find import scoped_rows
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -66,9 +69,14 @@ def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
 
 def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> tuple[dict, Timings]:
     timings = Timings()
-    queries = [params.find.query]
+    scoped_rows(caller, params.find)  # a bad filter is refused before an LLM call or an embedding is paid for
+    session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
+    context = SessionContext(session)
+    with timings.stage("expansion"):
+        query_plan = plan_queries(query=params.find.query, mode=params.query_expansion, context=context,
+                                  settings_row=settings_row, account_id=caller.account_id)
     with timings.stage("embed"):
-        vectors = [embed_query(query) for query in queries]
+        vectors = embed_queries(query_plan.queries)
     peers = providers.PeerPolicy(actor=params.actor_peer, scope=params.peer_scope,
                                  other_peer_penalty=params.other_peer_penalty)
     with timings.stage("candidates"):
@@ -79,7 +87,6 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
             found = providers.score_candidates(caller=caller, spec=params.find, vectors=vectors,
                                                limit=params.find.limit, peers=peers)
     with timings.stage("dedup"):
-        session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
         turns = params.dedup_turns if session is not None else 0
         cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}
         filtered = drop_served(found.items, exclude=set(params.exclude_uris), cooled=cooled)
@@ -90,6 +97,10 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         bodies = fetch_bodies(caller=caller, plan=plan, family=caps.family)
     with timings.stage("render"):
         entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, caps.family)
+    with timings.stage("rewrite"):
+        digest = rewrite_digest(rewrite=params.rewrite, rendered=rendered, entries=entries, context=context,
+                                max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
+                                account_id=caller.account_id)
     if turns and entries:
         with timings.stage("ledger"):
             ledger.record_served(session=session, served=[(e["uri"], e["detail"]) for e in entries])
@@ -109,10 +120,10 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         "tokenizer": caps.family,
         "purpose": params.purpose,
         "quotas": params.quotas,
-        "query_expansion": "off",
-        "planned_queries": queries,
-        "rewrite": "off",
-        "rewrite_usage": {"prompt_tokens": 0, "completion_tokens": 0},
+        "query_expansion": query_plan.query_expansion,
+        "planned_queries": list(query_plan.queries),
+        "rewrite": digest.status,
+        "rewrite_usage": digest.usage,
         "dedup": {"turns": turns, "cooled": filtered.cooled,
                   "turn": session.total_message_count if session is not None else 0},
         "ignored": list(params.ignored),
@@ -122,7 +133,7 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     result = {
         "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text")} for e in entries],
         "rendered": rendered,
-        "digest": "",
+        "digest": digest.digest,
         "stats": stats,
     }
     return result, timings

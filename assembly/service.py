@@ -1,11 +1,13 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
+from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.params import resolve_context_params
 from assembly.pipeline import assemble_context
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from profiles.selectors import current_settings, purpose_profile
-from retrieval.find import find
+from retrieval.find import FindQuery, find, group_hits, ranked_hits, scoped_rows
+from sessions_app.selectors import find_session
 
 V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
@@ -13,13 +15,8 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
            actor_peer: str = "") -> tuple[dict, Timings]:
     if data["mode"] == "list":
-        timings = Timings()
-        with timings.stage("find"):
-            result = find(caller=caller, spec=find_query)
-        if data.get("session_id"):
-            # Query expansion is the LLM layer's; until it is configured the plan is the query itself.
-            result["query_plan"] = {"queries": [find_query.query], "query_expansion": "off"}
-        return result, timings
+        return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
+                     query_expansion=data["query_expansion"])
     settings_row = current_settings()
     profile = None
     if data.get("purpose"):
@@ -29,6 +26,38 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
     params = resolve_context_params(data, find=find_query, given=given, settings_row=settings_row, profile=profile,
                                     deprecated=deprecated, actor_peer=actor_peer)
     return assemble_context(caller=caller, params=params, settings_row=settings_row)
+
+
+def _merged_hits(hit_lists: list[list[dict]], limit: int) -> list[dict]:
+    """Several queries' /find hits as one list: each URI once, at its best score, best `limit` kept."""
+    best: dict[str, dict] = {}
+    for hits in hit_lists:
+        for hit in hits:
+            if hit["uri"] not in best or hit["score"] > best[hit["uri"]]["score"]:
+                best[hit["uri"]] = hit
+    return sorted(best.values(), key=lambda hit: (-hit["score"], hit["uri"]))[:limit]
+
+
+def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expansion: str) -> tuple[dict, Timings]:
+    """The /find result, or with a session the merge of the expanded queries' /find results, plus `query_plan`.
+    Without a session_id it is /find itself, byte for byte (DESIGN.md §4)."""
+    timings = Timings()
+    if not session_id:
+        with timings.stage("find"):
+            return find(caller=caller, spec=spec), timings
+    scoped_rows(caller, spec)  # a bad filter is refused before the LLM call is paid for
+    with timings.stage("expansion"):
+        plan = plan_queries(query=spec.query, mode=query_expansion,
+                            context=SessionContext(find_session(caller=caller, session_id=session_id)),
+                            settings_row=current_settings(), account_id=caller.account_id)
+    with timings.stage("find"):
+        if len(plan.queries) == 1:
+            result = find(caller=caller, spec=spec)
+        else:
+            vectors = embed_queries(plan.queries)
+            result = group_hits(_merged_hits([ranked_hits(caller, spec, vector) for vector in vectors], spec.limit))
+    result["query_plan"] = plan.as_dict()
+    return result, timings
 
 
 def recall_request(raw: dict) -> tuple[dict, tuple[str, ...]]:

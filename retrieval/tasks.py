@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.models import Context, ProcessingTask
-from retrieval.summaries import directory_texts, file_abstract
+from retrieval.summaries import Summarizer, directory_texts
 from retrieval.tokens import estimate_tokens
 from retrieval.uris import SCHEME, parse_uri
 
@@ -38,12 +38,12 @@ def _embed_rows(rows: list[Context], texts: list[str]) -> str:
     return ""
 
 
-def process_files(account_id: int, uris: list[str]) -> list[str]:
+def process_files(account_id: int, uris: list[str], summarizer: Summarizer) -> list[str]:
     """Summarises, counts and embeds pending files. Returns the errors (the failed rows say why, too)."""
     rows = list(Context.objects.filter(account_id=account_id, uri__in=uris, kind="file",
                                        state__in=("pending", "failed")))
     for row in rows:
-        row.abstract = file_abstract(row.content)
+        row.abstract = summarizer.file_abstract(row.uri, row.content)
         row.abstract_tokens = estimate_tokens(row.abstract)
         row.overview, row.overview_tokens = "", 0
         row.content_tokens = estimate_tokens(row.content)
@@ -61,7 +61,7 @@ def process_files(account_id: int, uris: list[str]) -> list[str]:
     return [f"{row.uri}: {error}" for row in rows] if error else []
 
 
-def refresh_directories(account_id: int, uris: list[str]) -> list[str]:
+def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer) -> list[str]:
     """Rebuilds overview and abstract of these directories and all their ancestors, deepest first."""
     wanted = set()
     for uri in uris:
@@ -69,6 +69,7 @@ def refresh_directories(account_id: int, uris: list[str]) -> list[str]:
         wanted.update(_ancestors_in_store(uri))
     dirs = {row.uri: row for row in Context.objects.filter(account_id=account_id, uri__in=wanted, kind="dir")}
     ordered = sorted(dirs.values(), key=lambda row: row.uri.count("/"), reverse=True)
+    searchable = [row for row in ordered if not parse_uri(row.uri, user_id="").is_structural]
     fresh: dict[str, str] = {}
     for row in ordered:
         children = list(Context.objects.filter(account_id=account_id, parent_uri=row.uri)
@@ -76,12 +77,13 @@ def refresh_directories(account_id: int, uris: list[str]) -> list[str]:
         for child in children:
             child["name"] = _name(child["uri"])
             child["abstract"] = fresh.get(child["uri"], child["abstract"])
-        row.abstract, row.overview = directory_texts(_name(row.uri), children)
+        # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
+        row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
+                                      if row in searchable else directory_texts(_name(row.uri), children))
         row.abstract_tokens = estimate_tokens(row.abstract)
         row.overview_tokens = estimate_tokens(row.overview)
         row.updated_at = timezone.now()
         fresh[row.uri] = row.abstract
-    searchable = [row for row in ordered if not parse_uri(row.uri, user_id="").is_structural]
     error = _embed_rows(searchable, [row.abstract for row in searchable])
     for row in ordered:
         row.state, row.error = "ready", ""
@@ -100,14 +102,15 @@ def process_task(task_id: str) -> str:
     if task is None or task.status == "done":
         return "gone"
     ProcessingTask.objects.filter(id=task_id).update(status="running")
+    summarizer = Summarizer(account_id=task.account_id)
     try:
         with transaction.atomic():
-            errors = process_files(task.account_id, task.uris)
+            errors = process_files(task.account_id, task.uris, summarizer)
             kinds = dict(Context.objects.filter(account_id=task.account_id, uri__in=task.uris)
                          .values_list("uri", "kind"))
             dirs = [uri for uri in task.uris if kinds.get(uri, "dir") == "dir"]
             parents = [uri.rsplit("/", 1)[0] for uri in task.uris if kinds.get(uri) == "file"]
-            errors += refresh_directories(task.account_id, dirs + parents)
+            errors += refresh_directories(task.account_id, dirs + parents, summarizer)
     except Exception as exc:
         log.exception("processing task %s failed", task_id)
         errors = [f"{type(exc).__name__}: {exc}"]

@@ -1,7 +1,8 @@
-"""Read-only admin of sessions, their messages and the recall ledger: the operator inspects, never edits."""
+"""Read-only admin of sessions, their messages and commits, and the recall ledger: the operator inspects, never
+edits."""
 from django.contrib import admin
 
-from sessions_app.models import Message, RecallLedgerEntry, Session
+from sessions_app.models import Commit, Message, RecallLedgerEntry, Session
 
 
 class ReadOnly:
@@ -23,6 +24,15 @@ class MessageInline(ReadOnly, admin.TabularInline):
     extra = 0
 
 
+class CommitInline(ReadOnly, admin.TabularInline):
+    model = Commit
+    fields = ("created_at", "archived_messages", "archive_summary", "extraction", "memories_extracted",
+              "memories_deduplicated", "memories_skipped", "error", "finished_at")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+    extra = 0
+
+
 @admin.register(Session)
 class SessionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("session_id", "account", "user", "total_message_count", "created_at", "updated_at")
@@ -32,7 +42,7 @@ class SessionAdmin(ReadOnly, admin.ModelAdmin):
     readonly_fields = ("account", "session_id", "user", "total_message_count", "archive_overview", "created_at",
                        "updated_at")
     ordering = ("-updated_at",)
-    inlines = (MessageInline,)
+    inlines = (MessageInline, CommitInline)
 
 
 @admin.register(RecallLedgerEntry)

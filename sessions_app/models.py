@@ -1,4 +1,5 @@
-"""Sessions, their messages and the recall ledger (DESIGN.md §3)."""
+"""Sessions, their messages, their commits and the recall ledger (DESIGN.md §3)."""
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from ovsite.models import Account
@@ -41,6 +42,35 @@ class Message(models.Model):
 
     def __str__(self):
         return f"{self.session.session_id}#{self.index} {self.role}"
+
+
+class Commit(models.Model):
+    """One session commit (DESIGN.md §6): what it archived and what memory extraction made of it. Its id is the
+    `ProcessingTask` a client polls; this row keeps the commit's own answer, for a queued commit too."""
+
+    STEP_CHOICES = [("pending", "pending"), ("off", "off: no LLM"), ("skipped", "skipped: nothing archived"),
+                    ("ok", "ok"), ("failed", "failed")]
+
+    id = models.UUIDField(primary_key=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="commits")
+    archive_before = models.PositiveIntegerField(help_text="Messages with a lower index are archived.")
+    event_tags = ArrayField(models.CharField(max_length=64), default=list, blank=True,
+                            help_text="Tags for the event memories, from the request's extraction_metadata.")
+    archived_messages = models.PositiveIntegerField(default=0)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archive_summary = models.CharField(max_length=8, choices=STEP_CHOICES, default="pending",
+                                       help_text="The LLM-condensed archive overview; without it the digest stays.")
+    extraction = models.CharField(max_length=8, choices=STEP_CHOICES, default="pending")
+    memories_extracted = models.PositiveIntegerField(default=0, help_text="Memory files written (new or updated).")
+    memories_deduplicated = models.PositiveIntegerField(default=0,
+                                                        help_text="Not written: a near-duplicate exists.")
+    memories_skipped = models.PositiveIntegerField(default=0, help_text="Invalid items of the LLM's answer.")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.session.session_id} commit {self.id}"
 
 
 class RecallLedgerEntry(models.Model):

@@ -10,4 +10,5 @@ urlpatterns = [
     path("sessions/<str:session_id>/messages", views.add_message),
     path("sessions/<str:session_id>/messages/batch", views.add_messages_batch),
     path("sessions/<str:session_id>/context", views.session_context),
+    path("sessions/<str:session_id>/commit", views.commit_session),
 ]

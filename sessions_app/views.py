@@ -4,7 +4,7 @@ from rest_framework.decorators import api_view
 
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.envelope import ok
-from sessions_app import selectors, services
+from sessions_app import commit, selectors, services
 from sessions_app.models import Message
 
 # Dot-only ids are refused: HTTP clients collapse `.` and `..` path segments, so such a session is unreachable.
@@ -111,3 +111,30 @@ def session_context(request, session_id):
     params = parse(ContextParams, request.query_params)
     return ok(selectors.session_context(caller=request.user, session_id=session_id,
                                         token_budget=params["token_budget"]))
+
+
+class EventMetadata(StrictSerializer):
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=32)
+
+
+class ExtractionMetadata(StrictSerializer):
+    """What the SDK's `event_tags` option sends: `{"event": {"tags": [...]}}`, the tags of the event memories."""
+
+    event = EventMetadata(required=False)
+
+
+class CommitRequest(StrictSerializer):
+    # OpenViking's working memory has no ovsite counterpart. Its turn-budget retention fields are refused as
+    # unknown (422) rather than ignored: ignoring them would archive what the client asked to keep.
+    accepted_ignored = ("enable_working_memory", "telemetry")
+    keep_recent_count = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)
+    extraction_metadata = ExtractionMetadata(required=False)
+
+
+@api_view(["POST"])
+def commit_session(request, session_id):
+    session_id = _session_id(session_id)
+    data = parse(CommitRequest, request.data or {})
+    tags = data.get("extraction_metadata", {}).get("event", {}).get("tags", [])
+    return ok(commit.commit_session(caller=request.user, session_id=session_id,
+                                    keep_recent_count=data["keep_recent_count"], event_tags=tags))
