@@ -7,17 +7,11 @@ from pgvector.django import CosineDistance
 from assembly.planner import Candidate
 from ovsite.auth import Caller
 from retrieval.find import FindQuery, scoped_rows
+from retrieval.models import BUCKET_CONDITIONS
 
 FIELDS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens",
           "distance")
-BUCKET_FILTERS = {
-    "events": Q(context_type="memory", category="events"),
-    "entities": Q(context_type="memory", category__in=("entities", "profile")),
-    "preferences": Q(context_type="memory", category="preferences"),
-    "experiences": Q(context_type="memory", category="experiences"),
-    "resources": Q(context_type="resource"),
-    "skills": Q(context_type="skill"),
-}
+BUCKET_FILTERS = BUCKET_CONDITIONS  # each has its own partial HNSW index (retrieval.models)
 
 
 @dataclass

@@ -6,6 +6,16 @@ from pgvector.django import HnswIndex, VectorField
 from ovsite.models import Account
 
 
+BUCKET_CONDITIONS = {
+    "events": models.Q(context_type="memory", category="events"),
+    "entities": models.Q(context_type="memory", category__in=("entities", "profile")),
+    "preferences": models.Q(context_type="memory", category="preferences"),
+    "experiences": models.Q(context_type="memory", category="experiences"),
+    "resources": models.Q(context_type="resource"),
+    "skills": models.Q(context_type="skill"),
+}
+
+
 class Context(models.Model):
     """One node of the `viking://` tree (DESIGN.md §3): L0 abstract, L1 overview, L2 content, with token counts."""
 
@@ -50,6 +60,11 @@ class Context(models.Model):
                          name="context_account_uri_prefix"),
             HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"]),
+            # One partial HNSW index per quota bucket (assembly.candidates.BUCKET_FILTERS): a filtered walk of the
+            # full graph may cross most of it before it meets k rows of a bucket far from the query.
+            *[HnswIndex(name=f"context_hnsw_{bucket}", fields=["embedding"], m=16, ef_construction=64,
+                        opclasses=["vector_cosine_ops"], condition=condition)
+              for bucket, condition in BUCKET_CONDITIONS.items()],
         ]
 
     def __str__(self):
