@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from openviking_sdk import SyncHTTPClient
 from rest_framework.test import APIClient
 
 from ovsite import embedded_pg
@@ -107,3 +108,29 @@ def fake_llm(fake_openai, settings):
     settings.QUERY_PLANNER_MODEL = "fake-planner"
     settings.LLM_API_KEY = "test"
     return fake_openai
+
+
+@pytest.fixture
+def sdk_connect(live_server, tmp_path, monkeypatch):
+    """Opens SDK clients on the live server; the SDK's own env vars and config file must not leak in."""
+    for name in ("OPENVIKING_URL", "OPENVIKING_API_KEY", "OPENVIKING_ACCOUNT", "OPENVIKING_USER",
+                 "OPENVIKING_ACTOR_PEER_ID", "OPENVIKING_TIMEOUT", "OPENVIKING_AUTH_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
+    opened = []
+
+    def open_client(api_key=None):
+        client = SyncHTTPClient(url=live_server.url, api_key=api_key)
+        client.initialize()
+        opened.append(client)
+        return client
+
+    yield open_client
+    for client in opened:
+        client.close()
+
+
+@pytest.fixture
+def sdk(sdk_connect):
+    """The real openviking-sdk client in dev mode (no key)."""
+    return sdk_connect()

@@ -6,7 +6,6 @@ import uuid
 from datetime import date, datetime, timezone
 
 import pytest
-from openviking_sdk import SyncHTTPClient
 
 from ovsite.models import Account
 from profiles.models import LLMUsage
@@ -283,16 +282,6 @@ def test_memory_items_make_valid_files():
 
 # the real SDK ------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def sdk(live_server, tmp_path, monkeypatch):
-    for name in ("OPENVIKING_URL", "OPENVIKING_API_KEY", "OPENVIKING_ACCOUNT", "OPENVIKING_USER",
-                 "OPENVIKING_ACTOR_PEER_ID", "OPENVIKING_TIMEOUT", "OPENVIKING_AUTH_MODE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
-    client = SyncHTTPClient(url=live_server.url)
-    client.initialize()
-    yield client
-    client.close()
 
 
 def test_sdk_session_commit(seeded, sdk, fake_llm):

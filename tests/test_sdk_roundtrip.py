@@ -1,7 +1,6 @@
 """The real `openviking-sdk` client against a live ovsite server: the wire contract, end to end (DESIGN.md §4, §7)."""
 import pytest
 from django.test import override_settings
-from openviking_sdk import SyncHTTPClient
 from openviking_sdk.errors import (
     ConflictError,
     InvalidURIError,
@@ -17,29 +16,9 @@ SKILL_MD = ("---\nname: pdf-tools\ndescription: Extract text and tables from PDF
 
 
 @pytest.fixture
-def connect(live_server, tmp_path, monkeypatch):
-    """Opens SDK clients on the live server; the SDK's own env vars and config file must not leak in."""
-    for name in ("OPENVIKING_URL", "OPENVIKING_API_KEY", "OPENVIKING_ACCOUNT", "OPENVIKING_USER",
-                 "OPENVIKING_ACTOR_PEER_ID", "OPENVIKING_TIMEOUT", "OPENVIKING_AUTH_MODE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
-    opened = []
-
-    def open_client(api_key=None):
-        client = SyncHTTPClient(url=live_server.url, api_key=api_key)
-        client.initialize()
-        opened.append(client)
-        return client
-
-    yield open_client
-    for client in opened:
-        client.close()
-
-
-@pytest.fixture
-def client(connect):
+def client(sdk_connect):
     """Dev mode: no root key, so a loopback caller without a key is account `default`, user `default`."""
-    return connect()
+    return sdk_connect()
 
 
 @pytest.fixture
@@ -155,16 +134,16 @@ def test_a_bad_uri_raises_invalid_uri(client, uri):
     assert caught.value.code == "INVALID_URI" and caught.value.details["uri"] == uri
 
 
-def test_with_a_root_key_an_account_created_through_the_sdk_works_with_its_own_key(connect):
+def test_with_a_root_key_an_account_created_through_the_sdk_works_with_its_own_key(sdk_connect):
     with override_settings(OVSITE_ROOT_API_KEY="root-test-key"):
         with pytest.raises(UnauthenticatedError):
-            connect().ls("viking://resources")  # no dev mode once a root key is set
-        root = connect("root-test-key")
+            sdk_connect().ls("viking://resources")  # no dev mode once a root key is set
+        root = sdk_connect("root-test-key")
         created = root.admin_create_account("acme", "alice")
         assert (created["account_id"], created["admin_user_id"]) == ("acme", "alice")
         root.write("viking://resources/default-only.md", "Visible in the default account only.", wait=True)
 
-        alice = connect(created["user_key"])
+        alice = sdk_connect(created["user_key"])
         written = alice.write("viking://~/memories/preferences/tea.md", "Alice drinks green tea.", wait=True)
         assert written["uri"] == "viking://user/alice/memories/preferences/tea.md"
         assert written["root_uri"] == "viking://user/alice/memories/preferences"
@@ -175,7 +154,7 @@ def test_with_a_root_key_an_account_created_through_the_sdk_works_with_its_own_k
         with pytest.raises(PermissionDeniedError):
             alice.admin_create_account("other", "bob")
         with pytest.raises(UnauthenticatedError):
-            connect("ovk_not-a-real-key").ls("viking://resources")
+            sdk_connect("ovk_not-a-real-key").ls("viking://resources")
 
 
 def test_sdk_search_context_gets_the_assembled_block(seeded, client):

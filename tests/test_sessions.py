@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connection, connections
 from django.test import override_settings
-from openviking_sdk import ContextPart, SyncHTTPClient, TextPart
+from openviking_sdk import ContextPart, TextPart
 from openviking_sdk.errors import ConflictError, InvalidArgumentError, NotFoundError
 from rest_framework.test import APIClient
 
@@ -426,17 +426,6 @@ def test_record_served_swallows_a_vanished_session(transactional_db, caplog):
 
 # the real SDK ------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def sdk(live_server, tmp_path, monkeypatch):
-    """The SDK in dev mode (no key); its own env vars and config file must not leak in."""
-    for name in ("OPENVIKING_URL", "OPENVIKING_API_KEY", "OPENVIKING_ACCOUNT", "OPENVIKING_USER",
-                 "OPENVIKING_ACTOR_PEER_ID", "OPENVIKING_TIMEOUT", "OPENVIKING_AUTH_MODE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
-    client = SyncHTTPClient(url=live_server.url)
-    client.initialize()
-    yield client
-    client.close()
 
 
 def test_sdk_session_round_trip(sdk):
