@@ -1,6 +1,8 @@
 """Management commands: import_dir, reembed, retry_failed, and the embedded PostgreSQL launcher."""
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -45,21 +47,27 @@ def _postmaster_pid(pgdata: Path) -> int:
     return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
 
 
-def test_embedded_pg_restarts_after_kill_and_stale_handle_file(tmp_path):
+@pytest.fixture
+def own_pgdata():
+    """Not pytest's tmp_path: concurrent pytest sessions prune each other's numbered temp folders."""
+    folder = Path(tempfile.mkdtemp(prefix="ovsite-pgtest-"))
+    yield folder / "pg"
+    embedded_pg.stop(folder / "pg")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_embedded_pg_restarts_after_kill_and_stale_handle_file(own_pgdata):
     """A killed server, a stale postmaster.pid and a broken handle file must not break the next start."""
-    pgdata = tmp_path / "pg"
+    pgdata = own_pgdata
     socket_dir = embedded_pg.start(pgdata, "probe")
     assert embedded_pg.start(pgdata, "probe") == socket_dir  # idempotent while running
     os.kill(_postmaster_pid(pgdata), signal.SIGKILL)
     (pgdata / ".handle_pids.json").write_text("")  # the corrupt state NOTES.md warns about
-    try:
-        embedded_pg.start(pgdata, "probe")
-        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="probe") as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-        assert embedded_pg.stop(pgdata)
-        assert not embedded_pg.is_running(pgdata)
-    finally:
-        embedded_pg.stop(pgdata)  # never leave a server behind, whatever failed above
+    embedded_pg.start(pgdata, "probe")
+    with psycopg.connect(host=str(socket_dir), user="postgres", dbname="probe") as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert embedded_pg.stop(pgdata)
+    assert not embedded_pg.is_running(pgdata)
 
 
 @pytest.mark.parametrize("action", ["status"])
