@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from profiles.models import PurposeProfile, RetrievalSettings
+from profiles.models import LLMUsage, PurposeProfile, RetrievalSettings
 
 
 @admin.register(PurposeProfile)
@@ -31,4 +31,21 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
         return not RetrievalSettings.objects.exists()
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(LLMUsage)
+class LLMUsageAdmin(admin.ModelAdmin):
+    """The ledger of LLM calls: read-only, filterable by what each call was for and how it ended."""
+
+    list_display = ("created_at", "kind", "model", "account", "prompt_tokens", "completion_tokens", "latency_ms",
+                    "outcome")
+    list_filter = ("kind", "outcome", "model")
+    search_fields = ("model", "error", "account__name")
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False
