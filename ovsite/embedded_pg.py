@@ -97,37 +97,39 @@ def start(pgdata: Path, database: str) -> Path:
     return socket_dir
 
 
-def _start_server(commands, pgdata: Path, socket_dir: Path, attempts: int = 40) -> None:
-    """Starts postgres, retrying while the backends of a killed server still hold its shared memory.
-
-    """
-    for attempt in range(attempts):
-        if is_running(pgdata):
-            return
-        # Dead or zombie: postgres would take the lock file for a live server and refuse to start.
-        (pgdata / "postmaster.pid").unlink(missing_ok=True)
-        try:
-            commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l",
-                             str(pgdata / "log"), "start"], pgdata=pgdata, user=_run_as(), timeout=60)
-        except subprocess.CalledProcessError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
+def _accepts_connections(socket_dir: Path) -> bool:
+    try:
+        with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", connect_timeout=2):
+            return True
+    except psycopg.OperationalError:
+        return False
 
 
-def _connect(socket_dir: Path, dbname: str, wait_s: float = 30.0) -> psycopg.Connection:
+def _start_server(commands, pgdata: Path, socket_dir: Path, wait_s: float = 60.0) -> None:
+    """Starts postgres until it accepts connections. Retries cover a killed server's last moments (its pid is
+    still alive just after SIGKILL) and its backends holding the shared memory for a while after."""
     deadline = time.monotonic() + wait_s
     while True:
-        try:
-            return psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname=dbname, autocommit=True)
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+        if is_running(pgdata):
+            if _accepts_connections(socket_dir):
+                return
+        else:
+            # Dead or zombie: postgres would take the lock file for a live server and refuse to start.
+            (pgdata / "postmaster.pid").unlink(missing_ok=True)
+            try:
+                commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l",
+                                 str(pgdata / "log"), "start"], pgdata=pgdata, user=_run_as(), timeout=60)
+                continue
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"embedded PostgreSQL in {pgdata} does not accept connections; see {pgdata}/log")
+        time.sleep(0.5)
 
 
 def _ensure_database(socket_dir: Path, database: str) -> None:
-    with _connect(socket_dir, "postgres") as conn:
+    with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')
