@@ -87,6 +87,36 @@ class RetrievalSettings(models.Model):
     rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured.")
     tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
                                         help_text="Which tokenizer the token estimates are calibrated for.")
+    recall_event_retention_days = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
+    bootstrap_identity_share = models.FloatField(
+        default=0.25, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the user's profile.md in mode=bootstrap (default 0.25).")
+    bootstrap_working_state_share = models.FloatField(
+        default=0.30, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for recent events in mode=bootstrap (default 0.30).")
+    bootstrap_continuity_share = models.FloatField(
+        default=0.20, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the session's archive and recent abstracts (default 0.20).")
+    bootstrap_listing_share = models.FloatField(
+        default=0.15, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the directory listing (default 0.15).")
+    bootstrap_instructions_share = models.FloatField(
+        default=0.10, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the static instructions template (default 0.10).")
+    bootstrap_working_state_days = models.PositiveIntegerField(
+        default=7, validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="Events of the last N days form the working state (default 7).")
+    bootstrap_working_state_max = models.PositiveIntegerField(
+        default=20, validators=[MinValueValidator(1), MaxValueValidator(200)],
+        help_text="Most events in the working state (default 20).")
+    bootstrap_continuity_max = models.PositiveIntegerField(
+        default=5, validators=[MinValueValidator(0), MaxValueValidator(50)],
+        help_text="Most recent message abstracts in the continuity slot (default 5).")
+    bootstrap_listing_max = models.PositiveIntegerField(
+        default=50, validators=[MinValueValidator(1), MaxValueValidator(500)],
+        help_text="Most files in the listing slot, newest first (default 50).")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -119,3 +149,65 @@ class LLMUsage(models.Model):
     class Meta:
         verbose_name = verbose_name_plural = "LLM usage"
         indexes = [models.Index(fields=["kind", "created_at"], name="llmusage_kind_created")]
+
+
+class RecallEvent(models.Model):
+    """One row per /search mode=context|bootstrap or /recall call: what was asked, what was served, how long it took."""
+
+    ENDPOINT_CHOICES = [("search", "/search"), ("recall", "/recall"), ("bootstrap", "/search bootstrap"),
+                        ("mcp", "MCP")]
+    endpoint = models.CharField(max_length=16, choices=ENDPOINT_CHOICES)
+    purpose = models.CharField(max_length=32, blank=True, default="")
+    account = models.ForeignKey("ovsite.Account", null=True, blank=True, on_delete=models.SET_NULL)
+    max_tokens = models.PositiveIntegerField(default=0)
+    used_tokens = models.PositiveIntegerField(default=0)
+    candidates = models.PositiveIntegerField(default=0)
+    returned = models.PositiveIntegerField(default=0)
+    dropped = models.PositiveIntegerField(default=0)
+    cooled = models.PositiveIntegerField(default=0)
+    tier_full = models.PositiveIntegerField(default=0)
+    tier_overview = models.PositiveIntegerField(default=0)
+    tier_abstract = models.PositiveIntegerField(default=0)
+    tier_uri = models.PositiveIntegerField(default=0)
+    query_expansion = models.CharField(max_length=8, blank=True, default="off")
+    rewrite = models.CharField(max_length=8, blank=True, default="off")
+    latency_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["endpoint", "created_at"], name="recallevent_endpoint_created")]
+
+
+class RecallDaily(models.Model):
+    """Daily roll-up of pruned RecallEvents, so the traffic dashboard keeps its history past the retention window."""
+
+    day = models.DateField()
+    endpoint = models.CharField(max_length=16)
+    purpose = models.CharField(max_length=32, blank=True, default="")
+    requests = models.PositiveIntegerField(default=0)
+    used_tokens = models.PositiveBigIntegerField(default=0)
+    max_tokens = models.PositiveBigIntegerField(default=0)
+    returned = models.PositiveBigIntegerField(default=0)
+    dropped = models.PositiveBigIntegerField(default=0)
+    cooled = models.PositiveBigIntegerField(default=0)
+    latency_ms_sum = models.FloatField(default=0)
+
+    class Meta:
+        verbose_name_plural = "recall daily totals"
+        constraints = [models.UniqueConstraint(fields=["day", "endpoint", "purpose"], name="recalldaily_unique")]
+
+
+class ModelPrice(models.Model):
+    """Optional price table, so the LLM cost dashboard can show money next to tokens."""
+
+    model = models.CharField(max_length=128, unique=True)
+    prompt_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0,
+                                             validators=[MinValueValidator(0)],
+                                             help_text="Price of one million prompt tokens.")
+    completion_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0,
+                                                 validators=[MinValueValidator(0)],
+                                                 help_text="Price of one million completion tokens.")
+    currency = models.CharField(max_length=8, default="USD")
+
+    def __str__(self):
+        return self.model
