@@ -1,41 +1,20 @@
 """Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, Q, Value
-from pgvector.django import CosineDistance
-
 from assembly.planner import Candidate
 from ovsite.auth import Caller
-from retrieval.find import FindQuery, scoped_rows
+from retrieval.find import (FindQuery, Predicate, bucket_predicate, fetch_union, nearest_select, peer_predicate,
+                            scope_predicate, vector_text)
 from retrieval.models import BUCKET_CONDITIONS
 
-FIELDS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens",
-          "distance")
-BUCKET_FILTERS = BUCKET_CONDITIONS  # each has its own partial HNSW index (retrieval.models)
+COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens")
+BUCKETS = tuple(BUCKET_CONDITIONS)  # each has its own partial HNSW index (retrieval.models)
 
 
 @dataclass
 class Candidates:
     items: list[Candidate]
     searched: dict = field(default_factory=dict)
-
-
-def _ranked(caller: Caller, spec: FindQuery, vector: list[float], extra: Q, limit: int, label: str):
-    distance = CosineDistance("embedding", vector)
-    rows = scoped_rows(caller, spec).filter(extra).annotate(distance=distance, bucket=Value(label))
-    if extra:
-        # An uncorrelated EXISTS is a one-time gate: an empty bucket costs one index probe instead of an
-        # iterative HNSW scan that walks the whole index looking for rows that are not there.
-        rows = rows.filter(Exists(scoped_rows(caller, spec).filter(extra)))
-    return rows.order_by(distance).values(*FIELDS, "bucket")[:limit]
-
-
-def _union_rows(querysets: list) -> list[dict]:
-    """All sub-queries in one statement (UNION ALL of ordered, limited selects): one round trip."""
-    if not querysets:
-        return []
-    first, *rest = querysets
-    return list(first.union(*rest, all=True)) if rest else list(first)
 
 
 @dataclass(frozen=True)
@@ -46,8 +25,8 @@ class PeerPolicy:
     scope: str = "all"  # "all" | "actor"
     other_peer_penalty: float = 0.0
 
-    def filter(self) -> Q:
-        return Q(peer__in=("", self.actor)) if self.scope == "actor" else Q()
+    def restrict(self, where: Predicate) -> Predicate:
+        return where & peer_predicate(("", self.actor)) if self.scope == "actor" else where
 
     def weight(self, peer: str) -> float:
         return 1.0 if peer in ("", self.actor) else 1.0 - self.other_peer_penalty
@@ -80,7 +59,8 @@ def _score_order(items):
 def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], limit: int,
                      peers: PeerPolicy) -> Candidates:
     """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept."""
-    rows = _union_rows([_ranked(caller, spec, vector, peers.filter(), limit, "all") for vector in vectors])
+    where = peers.restrict(scope_predicate(caller, spec))
+    rows = fetch_union([nearest_select(where, vector_text(vector), COLUMNS, limit, "all") for vector in vectors])
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 
@@ -88,9 +68,11 @@ def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[floa
 def quota_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], quotas: dict[str, int],
                      peers: PeerPolicy) -> Candidates:
     """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one."""
-    active = [(bucket, quotas[bucket]) for bucket in BUCKET_FILTERS if quotas.get(bucket, 0) > 0]
-    rows = _union_rows([_ranked(caller, spec, vector, BUCKET_FILTERS[bucket] & peers.filter(), count, bucket)
-                        for bucket, count in active for vector in vectors])
+    active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
+    scope = peers.restrict(scope_predicate(caller, spec))
+    texts = [vector_text(vector) for vector in vectors]
+    rows = fetch_union([nearest_select(scope & bucket_predicate(bucket), text, COLUMNS, count, bucket, gate=True)
+                        for bucket, count in active for text in texts])
     by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
     for bucket, candidate in _best_by_uri(rows, peers, spec.score_threshold).values():
         by_bucket[bucket].append(candidate)

@@ -4,14 +4,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
+from functools import cache
+
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
-from pgvector.django import CosineDistance
+from pgvector import Vector
 
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from retrieval.embedders import embed_query
+from retrieval.models import BUCKET_CONDITIONS, Context
 from retrieval.selectors import visible_nodes
 from retrieval.uris import parse_uri
 
@@ -107,6 +111,72 @@ def scoped_rows(caller: Caller, spec: FindQuery):
     return rows
 
 
+@dataclass(frozen=True)
+class Predicate:
+    """A compiled SQL condition on `retrieval_context` and its parameters."""
+
+    sql: str
+    params: tuple = ()
+
+    def __and__(self, other: "Predicate") -> "Predicate":
+        return Predicate(f"({self.sql}) AND ({other.sql})", self.params + other.params)
+
+
+def _compiled(rows) -> Predicate:
+    compiler = rows.query.get_compiler(using=rows.db)
+    sql, params = compiler.compile(rows.query.where)
+    return Predicate(sql, tuple(params))
+
+
+def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
+    """The scope and every filter of `spec` compiled once per request. Building and compiling an ORM queryset
+    per sub-query cost more than the vector searches themselves (bench/RESULTS.md, profile of /search)."""
+    return _compiled(scoped_rows(caller, spec))
+
+
+@cache
+def bucket_predicate(bucket: str) -> Predicate:
+    """Constant per bucket, so compiled once per process; it matches the bucket's partial HNSW index."""
+    return _compiled(Context.objects.filter(BUCKET_CONDITIONS[bucket]))
+
+
+def peer_predicate(peers: tuple[str, ...]) -> Predicate:
+    return Predicate('"retrieval_context"."peer" = ANY(%s)', (list(peers),))
+
+
+HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
+
+
+def nearest_select(where: Predicate, vector: str, columns: tuple[str, ...], limit: int, label: str = "",
+                   gate: bool = False) -> Predicate:
+    """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order).
+
+    With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
+    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
+    selected = ", ".join(f'"retrieval_context"."{column}"' for column in columns)
+    gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
+    sql = (f'(SELECT {selected}, ("retrieval_context"."embedding" <=> %s::vector) AS distance, %s AS bucket '
+           f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)')
+    params = (vector, label) + where.params + (where.params if gate else ()) + (limit,)
+    return Predicate(sql, params)
+
+
+def fetch_union(selects: list[Predicate]) -> list[dict]:
+    """All selects in one statement (UNION ALL): one round trip, rows as dicts."""
+    if not selects:
+        return []
+    sql = " UNION ALL ".join(select.sql for select in selects)
+    params = [param for select in selects for param in select.params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column.name for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def vector_text(vector) -> str:
+    return Vector._to_db(vector)
+
+
 def above_threshold(rows: list[dict], threshold: float | None) -> list[dict]:
     """The threshold is applied to the k nearest, not inside the index scan: the nearest rows above a threshold
     are the k nearest cut at it, and in SQL it makes an iterative HNSW scan walk the whole index looking for k
@@ -114,15 +184,13 @@ def above_threshold(rows: list[dict], threshold: float | None) -> list[dict]:
     return rows if not threshold else [row for row in rows if row["score"] >= threshold]
 
 
-def ranked_hits(caller: Caller, spec: FindQuery, vector: list[float]) -> list[dict]:
+def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None = None) -> list[dict]:
     """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
-    distance = CosineDistance("embedding", vector)
-    rows = scoped_rows(caller, spec).annotate(distance=distance)
-    fields = ["uri", "kind", "context_type", "category", "abstract", "tags", "distance"]
-    if spec.read_content:
-        fields.append("content")
-    found = list(rows.order_by(distance).values(*fields)[: spec.limit])
+    columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
+    where = scope if scope is not None else scope_predicate(caller, spec)
+    found = fetch_union([nearest_select(where, vector_text(vector), columns, spec.limit)])
     for row in found:
+        del row["bucket"]
         row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)
     found = above_threshold(found, spec.score_threshold)
     # relaxed_order iterative scans may return neighbours slightly out of order: settle it here.
@@ -147,7 +215,7 @@ def group_hits(rows: list[dict]) -> dict:
 
 
 def find(*, caller: Caller, spec: FindQuery) -> dict:
-    # Building the (lazy) queryset validates target URIs and filters: a bad request is refused before the
-    # embedding is paid for, and stays a 4xx even when the embedder is down.
-    scoped_rows(caller, spec)
-    return group_hits(ranked_hits(caller, spec, embed_query(spec.query)))
+    # Compiling the scope validates target URIs and filters: a bad request is refused before the embedding is
+    # paid for, and stays a 4xx even when the embedder is down.
+    scope = scope_predicate(caller, spec)
+    return group_hits(ranked_hits(caller, spec, embed_query(spec.query), scope))

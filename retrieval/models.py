@@ -60,8 +60,8 @@ class Context(models.Model):
                          name="context_account_uri_prefix"),
             HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"]),
-            # One partial HNSW index per quota bucket (assembly.candidates.BUCKET_FILTERS): a filtered walk of the
-            # full graph may cross most of it before it meets k rows of a bucket far from the query.
+            # One partial HNSW index per quota bucket (retrieval.find.bucket_predicate): a filtered walk of
+            # the full graph may cross most of it before it meets k rows of a bucket far from the query.
             *[HnswIndex(name=f"context_hnsw_{bucket}", fields=["embedding"], m=16, ef_construction=64,
                         opclasses=["vector_cosine_ops"], condition=condition)
               for bucket, condition in BUCKET_CONDITIONS.items()],
