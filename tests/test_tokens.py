@@ -75,7 +75,8 @@ REAL_COUNTS = {
         {"o200k": 26, "cl100k": 26, "qwen": 30, "deepseek": 26},
     "ship it 🚀🚀🚀 thanks everyone 🙏❤️": {"o200k": 13, "cl100k": 19, "qwen": 18, "deepseek": 15},
     "viking://resources/docs/runbooks/rollback.md": {"o200k": 10, "cl100k": 10, "qwen": 10, "deepseek": 12},
-    "今天把 PostgreSQL 从 15 升级到 18，pgvector 也升到了 0.8.6。": {"o200k": 27, "cl100k": 31, "qwen": 27, "deepseek": 26},
+    "今天把 PostgreSQL 从 15 升级到 18，pgvector 也升到了 0.8.6。":
+        {"o200k": 27, "cl100k": 31, "qwen": 27, "deepseek": 26},
 }
 
 
