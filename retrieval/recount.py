@@ -25,23 +25,24 @@ def recount_tokens(*, profile: str, batch_size: int = 500, progress=None) -> int
     """Recounts every node's stored token counts with `profile`; returns how many rows changed."""
     if profile not in PROFILES:
         raise ValueError(f"unknown tokenizer profile {profile!r}; one of {', '.join(PROFILES)}")
-    changed, batch = 0, []
+    changed, batch, scanned = 0, [], 0
     rows = Context.objects.order_by("id").values_list("id", "abstract", "overview", "content", *FIELDS)
     for pk, abstract, overview, content, *stored in rows.iterator(chunk_size=batch_size):
+        scanned += 1
         counts = [estimate_tokens(abstract, profile), estimate_tokens(overview, profile),
                   estimate_tokens(content, profile)]
         if counts != stored:
             batch.append(Context(id=pk, **dict(zip(FIELDS, counts))))
-        if len(batch) >= batch_size:
-            changed += _save(batch, progress)
-            batch = []
-    return changed + _save(batch, progress)
+        if scanned % batch_size == 0:
+            changed, batch = changed + _save(batch, progress, batch_size), []
+    return changed + _save(batch, progress, scanned % batch_size)
 
 
-def _save(batch: list[Context], progress) -> int:
-    Context.objects.bulk_update(batch, FIELDS)
+def _save(batch: list[Context], progress, scanned: int) -> int:
+    if batch:
+        Context.objects.bulk_update(batch, FIELDS)
     if progress:
-        progress(len(batch))
+        progress(scanned)
     return len(batch)
 
 

@@ -5,9 +5,10 @@ one tokenizer family by `bench/tokens.py`, and the estimate is the weighted sum,
 thousandths so the sum is exact integer arithmetic: the estimate of a concatenation never exceeds the sum of the
 estimates of its parts, and appending text never lowers it.
 
-Classes are read off the UTF-8 encoding: one `bytes.translate` maps every lead byte to its class (continuation
-bytes to none), then `bytes.count` per class, all in C; a few classes inside one lead byte (CJK punctuation,
-kana, fullwidth forms, emoji glue) are told apart by counting their two- or three-byte prefixes.
+Fast without a loop in Python (bench/RESULTS.md: ≈ 70 MB/s mixed text, ≈ 400 MB/s ASCII): one `bytes.translate`
+of the UTF-8 encoding maps every lead byte to its class (continuation bytes to none), then one `bytes.count` per
+class, all in C; the classes that share a lead byte (CJK punctuation, kana, fullwidth forms, emoji glue) are told
+apart by counting their two- or three-byte prefixes.
 """
 from dataclasses import dataclass
 

@@ -5,6 +5,7 @@ from django.core.management import call_command
 
 from profiles.models import RetrievalSettings
 from retrieval.models import Context
+from retrieval.recount import recount_tokens
 from retrieval.tokens import PROFILES, estimate_tokens
 
 CHINESE = "周二的上线失败了，原因是数据库迁移把订单表锁了十一分钟。我们先回滚，然后把迁移拆成两步。" * 6
@@ -76,3 +77,14 @@ def test_session_context_budget_uses_the_deployment_profile(api):
     assert status == 200 and body["result"]["estimated_tokens"] == cost
     status, body = api.get("/api/v1/sessions/s-tok/context", token_budget=cost - 1)
     assert status == 200 and body["result"]["messages"] == []
+
+
+def test_recount_in_small_batches_reports_every_row_once_and_updates_only_stale_ones(api):
+    for day in range(1, 4):
+        api.write(f"viking://~/memories/events/2026/11/{day:02}/deploy.md", CHINESE)
+    seen = []
+    assert recount_tokens(profile="o200k", batch_size=2, progress=seen.append) == 0  # already o200k counts
+    assert sum(seen) == Context.objects.count()
+    assert recount_tokens(profile="cl100k", batch_size=2) > 0
+    assert all(counted_with(row, "cl100k") for row in Context.objects.values(
+        "abstract", "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens"))
