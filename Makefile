@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install pg-start pg-stop migrate bench clean
+.PHONY: run test install pg-start pg-stop migrate bench bench-tokens clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -32,6 +32,16 @@ test: pg-start
 
 bench: migrate
 	$(PY) bench/find_latency.py
+
+# The real tokenizers live in their own venv: the server never imports them (retrieval/tokens.py).
+TOKENS_VENV := bench/.venv-tokens
+$(TOKENS_VENV)/.installed: bench/requirements-tokens.txt
+	@test -x $(TOKENS_VENV)/bin/python || $(PYTHON) -m venv $(TOKENS_VENV) || python3 -m venv $(TOKENS_VENV)
+	$(TOKENS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r bench/requirements-tokens.txt
+	@touch $@
+
+bench-tokens: $(TOKENS_VENV)/.installed
+	$(TOKENS_VENV)/bin/python bench/tokens.py
 
 clean: pg-stop
 	rm -rf var

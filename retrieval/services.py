@@ -11,6 +11,7 @@ from django.utils import timezone
 from ovsite.auth import Caller
 from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
 from retrieval.models import Context, ProcessingTask
+from retrieval.recount import counting_profile
 from retrieval.tokens import estimate_tokens
 from retrieval.uris import SCHEME, VikingUri, parse_file_uri, parse_uri
 from retrieval.waiting import wait_for_tasks
@@ -88,6 +89,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     if nested:
         raise Conflict(f"{nested[0]} is written as a file and would also hold other nodes", {"uri": nested[0]})
     changed: list[str] = []
+    profile = counting_profile()
     with transaction.atomic():
         _ensure_directories(caller, ancestors, now)
         existing = {row.uri: row for row in Context.objects.select_for_update()
@@ -108,7 +110,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
                               context_type=target.context_type, category=target.category, owner=target.owner,
                               created_at=now)
             row.content, row.content_hash, row.tags = content, digest, tags
-            row.content_tokens = estimate_tokens(content)
+            row.content_tokens = estimate_tokens(content, profile)
             row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
             row.save()
             changed.append(target.uri)

@@ -8,6 +8,7 @@ from django.utils import timezone
 from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.models import Context, ProcessingTask
 from retrieval.summaries import Summarizer, directory_texts
+from retrieval.recount import counting_profile
 from retrieval.tokens import estimate_tokens
 from retrieval.uris import SCHEME, parse_uri
 
@@ -42,11 +43,12 @@ def process_files(account_id: int, uris: list[str], summarizer: Summarizer) -> l
     """Summarises, counts and embeds pending files. Returns the errors (the failed rows say why, too)."""
     rows = list(Context.objects.filter(account_id=account_id, uri__in=uris, kind="file",
                                        state__in=("pending", "failed")))
+    profile = counting_profile()
     for row in rows:
         row.abstract = summarizer.file_abstract(row.uri, row.content)
-        row.abstract_tokens = estimate_tokens(row.abstract)
+        row.abstract_tokens = estimate_tokens(row.abstract, profile)
         row.overview, row.overview_tokens = "", 0
-        row.content_tokens = estimate_tokens(row.content)
+        row.content_tokens = estimate_tokens(row.content, profile)
     error = _embed_rows(rows, [row.abstract or _name(row.uri) for row in rows])
     for row in rows:
         if error:
@@ -71,6 +73,7 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
     ordered = sorted(dirs.values(), key=lambda row: row.uri.count("/"), reverse=True)
     searchable = [row for row in ordered if not parse_uri(row.uri, user_id="").is_structural]
     fresh: dict[str, str] = {}
+    profile = counting_profile()
     for row in ordered:
         children = list(Context.objects.filter(account_id=account_id, parent_uri=row.uri)
                         .order_by("-updated_at", "uri").values("uri", "kind", "abstract"))
@@ -80,8 +83,8 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
         # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
         row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
                                       if row in searchable else directory_texts(_name(row.uri), children))
-        row.abstract_tokens = estimate_tokens(row.abstract)
-        row.overview_tokens = estimate_tokens(row.overview)
+        row.abstract_tokens = estimate_tokens(row.abstract, profile)
+        row.overview_tokens = estimate_tokens(row.overview, profile)
         row.updated_at = timezone.now()
         fresh[row.uri] = row.abstract
     error = _embed_rows(searchable, [row.abstract for row in searchable])

