@@ -134,6 +134,11 @@ def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
     return _compiled(scoped_rows(caller, spec))
 
 
+def visible_predicate(caller: Caller) -> Predicate:
+    """`visible_nodes` compiled: the one visibility rule, for plain-SQL reads on the hot path."""
+    return _compiled(visible_nodes(caller))
+
+
 @cache
 def bucket_predicate(bucket: str) -> Predicate:
     """Constant per bucket, so compiled once per process; it matches the bucket's partial HNSW index."""
