@@ -468,8 +468,9 @@ def load(size: int, account_id: int, conn, now: dt.datetime) -> dict:
 # Server
 
 class Server:
-    def __init__(self, workers: int, log_dir: Path, extra_env: dict | None = None):
+    def __init__(self, workers: int, log_dir: Path, extra_env: dict | None = None, threads: int = 1):
         self.extra_env = extra_env or {}
+        self.threads = threads
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workers = workers
@@ -483,7 +484,7 @@ class Server:
         env.pop("OVSITE_ROOT_API_KEY", None)
         env.update(self.extra_env)
         cmd = [str(ROOT / ".venv" / "bin" / "gunicorn"), "ovsite.wsgi", "-b", f"127.0.0.1:{self.port}",
-               "-w", str(self.workers), "-k", "gthread", "--threads", "1", "--keep-alive", "120",
+               "-w", str(self.workers), "-k", "gthread", "--threads", str(self.threads), "--keep-alive", "120",
                "--timeout", "120", "--chdir", str(ROOT), "--log-level", "warning"]
         self.command = " ".join(cmd[1:])
         logfile = open(self.log_path, "ab")

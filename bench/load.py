@@ -1,0 +1,147 @@
+#!/usr/bin/env python
+"""Load on /recall: N concurrent keep-alive clients for a fixed time against gunicorn, on the 10k corpus.
+
+    .venv/bin/python bench/load.py [--clients 8 32] [--seconds 60] [--workers 2] [--threads 2] [--reuse]
+
+Uses the corpus and database of bench/assembly_latency.py (`ovsite_bench_assembly`); with `--reuse` it keeps what is
+loaded there, else it loads it anew. Loopback only. Each client is an asyncio task with its own keep-alive
+connection sending /recall (its defaults: purpose coding, 1600 tokens) with the next query of the cycle as soon as
+the previous answer arrives. Reports req/s, latency percentiles, errors, and the resident memory of each gunicorn
+worker at the end of each phase. Rewrites its section of bench/RESULTS.md.
+"""
+import argparse
+import asyncio
+import datetime as dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assembly_latency  # noqa: E402 — sets the database before Django loads
+import find_latency as corpus  # noqa: E402
+
+SECTION_BEGIN, SECTION_END = "<!-- load:begin -->", "<!-- load:end -->"
+TARGET_RPS_8 = 150
+
+
+async def _client(url: str, deadline: float, offset: int, latencies: list, errors: list) -> None:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        i = offset
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            try:
+                response = await client.post("/api/v1/search/recall",
+                                             json={"query": corpus.QUERIES[i % len(corpus.QUERIES)]})
+                if response.status_code != 200:
+                    errors.append(str(response.status_code))
+                else:
+                    latencies.append((time.perf_counter() - started) * 1000)
+            except httpx.HTTPError as error:
+                errors.append(type(error).__name__)
+            i += 1
+
+
+def _phase(url: str, clients: int, seconds: float) -> dict:
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    async def run_all():
+        deadline = time.perf_counter() + seconds
+        await asyncio.gather(*(_client(url, deadline, k * 7, latencies, errors) for k in range(clients)))
+
+    started = time.perf_counter()
+    cpu = corpus._cpu_snapshot()
+    asyncio.run(run_all())
+    elapsed = time.perf_counter() - started
+    return {"clients": clients, "seconds": elapsed, "requests": len(latencies), "errors": len(errors),
+            "error_kinds": sorted(set(errors)), "rps": len(latencies) / elapsed,
+            "p50": corpus.median(latencies), "p95": corpus.pct(latencies, 95), "p99": corpus.pct(latencies, 99),
+            "cpu_busy": corpus.cpu_busy_since(cpu)}
+
+
+def _worker_rss_mb(server) -> list[float]:
+    import psutil
+
+    return [round(child.memory_info().rss / 2**20, 1) for child in psutil.Process(server.proc.pid).children()]
+
+
+def _loaded_nodes() -> int:
+    conn = corpus.raw_connection()
+    try:
+        return conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
+    except Exception:
+        return 0
+
+
+def run(args) -> dict:
+    import django
+
+    django.setup()
+    if not (args.reuse and _loaded_nodes() >= args.size):
+        assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
+    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), threads=args.threads)
+    server.start()
+    phases = []
+    try:
+        corpus.warm_up(server)
+        _phase(server.url, max(args.clients), 5)  # untimed: every worker and connection warm
+        for clients in args.clients:
+            phase = _phase(server.url, clients, args.seconds)
+            phase["worker_rss_mb"] = _worker_rss_mb(server)
+            phases.append(phase)
+    finally:
+        server.stop()
+    return {"phases": phases, "server_command": server.command, "size": _loaded_nodes()}
+
+
+def render(result: dict, command: str) -> str:
+    lines = [SECTION_BEGIN, "## load — concurrent /recall", "",
+             f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (client, server and PostgreSQL share "
+             "the cores)  ",
+             f"Server: `gunicorn {result['server_command']}`, database `{assembly_latency.DB}`, "
+             f"{result['size']:,} nodes. Clients: asyncio + httpx, one keep-alive connection each, /recall with "
+             "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives.", "",
+             "| clients | seconds | requests | req/s | p50 ms | p95 ms | p99 ms | errors | CPU busy | worker RSS MB |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for p in result["phases"]:
+        errors = f"{p['errors']} ({', '.join(p['error_kinds'])})" if p["errors"] else "0"
+        lines.append(f"| {p['clients']} | {p['seconds']:.0f} | {p['requests']} | {p['rps']:.1f} | {p['p50']:.1f} | "
+                     f"{p['p95']:.1f} | {p['p99']:.1f} | {errors} | {p['cpu_busy']:.0%} | "
+                     f"{', '.join(map(str, p['worker_rss_mb']))} |")
+    eight = next((p for p in result["phases"] if p["clients"] == 8), None)
+    if eight:
+        verdict = "met" if eight["rps"] >= TARGET_RPS_8 and not eight["errors"] else "NOT met"
+        lines += ["", f"Goal: 0 errors and ≥ {TARGET_RPS_8} req/s with 8 clients: {verdict} "
+                      f"({eight['rps']:.1f} req/s, {eight['errors']} errors)."]
+    lines.append(SECTION_END)
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    section = render(run(args), (".venv/bin/python bench/load.py " + " ".join(sys.argv[1:])).strip())
+    print(section)
+    if not args.no_write:
+        assembly_latency.SECTION_BEGIN, assembly_latency.SECTION_END = SECTION_BEGIN, SECTION_END
+        assembly_latency.write_section(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
