@@ -103,6 +103,8 @@ EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=512)
 EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="unused")
 EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=30.0)
 EMBEDDER_THREADS = env.int("OVSITE_EMBEDDER_THREADS", default=1)
+# Query vectors kept per process (0 turns the cache off); see retrieval.embedders.QueryVectorCache.
+OVSITE_QUERY_VECTOR_CACHE = env.int("OVSITE_QUERY_VECTOR_CACHE", default=1024)
 
 # LLM (summaries, expansion, rewrite, extraction): optional; without LLM_URL every LLM step reports "off".
 LLM_URL = env.str("LLM_URL", default="")
