@@ -134,11 +134,12 @@ def render(run: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(section: str) -> None:
+def write_section(section: str, begin: str = SECTION_BEGIN, end: str = SECTION_END) -> None:
+    """Replaces the section between `begin` and `end` in bench/RESULTS.md, or appends it."""
     text = corpus.RESULTS.read_text() if corpus.RESULTS.exists() else "# Benchmarks\n\n"
-    if SECTION_BEGIN in text:
-        head, _, rest = text.partition(SECTION_BEGIN)
-        text = head + section.rstrip("\n") + rest.partition(SECTION_END)[2]
+    if begin in text:
+        head, _, rest = text.partition(begin)
+        text = head + section.rstrip("\n") + rest.partition(end)[2]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     corpus.RESULTS.write_text(text)

@@ -138,8 +138,7 @@ def main() -> int:
     section = render(run(args), (".venv/bin/python bench/load.py " + " ".join(sys.argv[1:])).strip())
     print(section)
     if not args.no_write:
-        assembly_latency.SECTION_BEGIN, assembly_latency.SECTION_END = SECTION_BEGIN, SECTION_END
-        assembly_latency.write_section(section)
+        assembly_latency.write_section(section, SECTION_BEGIN, SECTION_END)
     return 0
 
 
