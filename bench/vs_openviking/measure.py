@@ -36,24 +36,39 @@ def probe(clients: dict, query: str) -> dict:
     return out
 
 
-def alternating(clients: dict, names: list[str], queries: list[str], rounds: int) -> dict:
-    """For each query, each request to each server in turn (the server order flips every query).
+HEALTH = "GET /health"  # the stack's floor: routing, middleware and HTTP, no work
 
-    Returns {server: {request: {"ms": [...], "summaries": [...]}}}."""
-    samples = {s: {n: {"ms": [], "summaries": []} for n in names} for s in clients}
+
+def alternating(clients: dict, names: list[str], queries: list[str], rounds: int) -> dict:
+    """For each query, each request to each server in turn (the server order flips every query), then /health.
+
+    Returns {server: {request: {"ms": [...], "server_ms": [...], "summaries": [...]}}}; `server_ms` is the sum of
+    the `Server-Timing` stages where the server sends them."""
+    samples = {s: {n: {"ms": [], "server_ms": [], "stages": {}, "summaries": []} for n in [*names, HEALTH]}
+               for s in clients}
     order = list(clients)
     for i in range(rounds):
         query = queries[i % len(queries)]
-        for name in names:
-            path, extra = REQUESTS[name]
+        for name in [*names, HEALTH]:
             for server in (order if i % 2 == 0 else order[::-1]):
                 started = time.perf_counter()
-                response = clients[server].post(path, json={"query": query, **extra})
+                if name == HEALTH:
+                    response = clients[server].get("/health")
+                else:
+                    path, extra = REQUESTS[name]
+                    response = clients[server].post(path, json={"query": query, **extra})
                 elapsed = (time.perf_counter() - started) * 1000
                 if response.status_code != 200:
                     raise RuntimeError(f"{server} {name}: {response.status_code} {response.text[:300]}")
-                samples[server][name]["ms"].append(elapsed)
-                samples[server][name]["summaries"].append(summary(response.json()["result"]))
+                sample = samples[server][name]
+                sample["ms"].append(elapsed)
+                if "Server-Timing" in response.headers:
+                    stages = common.server_timing(response.headers["Server-Timing"])
+                    sample["server_ms"].append(sum(stages.values()))
+                    for stage, ms in stages.items():
+                        sample["stages"].setdefault(stage, []).append(ms)
+                if name != HEALTH:
+                    sample["summaries"].append(summary(response.json()["result"]))
     return samples
 
 
