@@ -30,7 +30,7 @@ TARGET_RPS_8 = 150
 
 def _client(url: str, seconds: float, offset: int, ready, start) -> tuple[list[float], list[str]]:
     """One client process: a sync keep-alive connection, the next request as soon as the answer arrives. Processes,
-    not asyncio tasks: one process of async httpx clients was itself the bottleneck (about 25 req/s in all)."""
+    not asyncio tasks, so that the clients do not share one interpreter lock and queue behind each other."""
     import httpx
 
     latencies: list[float] = []
