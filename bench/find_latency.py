@@ -53,6 +53,8 @@ if os.environ.get("DATABASE_URL"):
              "(its own database `ovsite_bench`). Unset DATABASE_URL.")
 os.environ["OVSITE_PG_DATABASE"] = BENCH_DB
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
+# The in-process breakdown times the embedder itself: repeats of the query list must not come from the cache.
+os.environ["OVSITE_QUERY_VECTOR_CACHE"] = "0"
 _ROOT_KEY_WAS_SET = bool(os.environ.pop("OVSITE_ROOT_API_KEY", ""))  # dev mode: account/user "default"
 
 
