@@ -188,7 +188,9 @@ def load(args, account_id: int, conn) -> dict:
 def latency(args, account_id: int, conn, tmp: Path, ef_search: int) -> dict:
     import httpx
 
-    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_EF_SEARCH": str(ef_search)})
+    # Both: whole-index searches (/find, context without quotas) use the wide one, quota buckets the other.
+    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_EF_SEARCH": str(ef_search),
+                                               "OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
     server.start()
     endpoints = {"find": ("/api/v1/search/find", {"limit": 10}),
                  "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600})}
@@ -322,7 +324,7 @@ def main() -> int:
     loaded = None if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     lats = [latency(args, account.id, conn, tmp, ef) for ef in
-            dict.fromkeys([settings.HNSW_EF_SEARCH, *args.ef_search])]
+            dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]
     size = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
     section = render(size, args, loaded, lats, settings_used(conn), command)
     print(section)
