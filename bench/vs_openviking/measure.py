@@ -15,6 +15,12 @@ REQUESTS = {
     "search context+purpose": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600,
                                                          "purpose": "coding"}),
     "recall": ("/api/v1/search/recall", {}),
+    # /recall's presets differ: ovsite score_threshold 0.35 and the `coding` purpose's quotas, OpenViking 0.5.2
+    # score_threshold 0.1 (its v1 min_score) and the v1 memory quotas. The same explicit body makes it equal work:
+    # OpenViking's own preset, spelled out (the resources and skills keys keep ovsite off its v1-alias path).
+    "recall, same request": ("/api/v1/search/recall", {
+        "score_threshold": 0.1, "purpose": "coding",
+        "quotas": {"events": 10, "entities": 10, "preferences": 3, "experiences": 0, "resources": 0, "skills": 0}}),
 }
 
 
@@ -22,7 +28,8 @@ def summary(result: dict) -> dict:
     """What the answer holds, so equal work can be checked: hits (list routes) or entries and tokens (context)."""
     if "entries" in result:
         return {"entries": len(result["entries"]), "used": (result.get("stats") or {}).get("used_tokens")}
-    return {"hits": sum(len(result.get(k) or []) for k in ("memories", "resources", "skills"))}
+    hits = [h for k in ("memories", "resources", "skills") for h in result.get(k) or []]
+    return {"hits": len(hits), "top": max((h.get("score") or 0 for h in hits), default=None)}
 
 
 def probe(clients: dict, query: str) -> dict:
@@ -72,7 +79,7 @@ def alternating(clients: dict, names: list[str], queries: list[str], rounds: int
     return samples
 
 
-async def _client(url: str, path: str, extra: dict, queries: list[str], deadline: float, offset: int,
+async def _client(url: str, path: str, body, queries: list[str], deadline: float, offset: int,
                   latencies: list, errors: list) -> None:
     import httpx
 
@@ -81,7 +88,7 @@ async def _client(url: str, path: str, extra: dict, queries: list[str], deadline
         while time.perf_counter() < deadline:
             started = time.perf_counter()
             try:
-                response = await client.post(path, json={"query": queries[i % len(queries)], **extra})
+                response = await client.post(path, json=body(queries[i % len(queries)]))
                 if response.status_code == 200:
                     latencies.append((time.perf_counter() - started) * 1000)
                 else:
@@ -94,12 +101,22 @@ async def _client(url: str, path: str, extra: dict, queries: list[str], deadline
 def throughput(url: str, name: str, queries: list[str], clients: int, seconds: float) -> dict:
     """`clients` keep-alive connections sending `name` back to back for `seconds`."""
     path, extra = REQUESTS[name]
+    return _throughput(url, path, lambda query: {"query": query, **extra}, queries, clients, seconds)
+
+
+def model_throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict:
+    """The model server alone: one query embedding per request, as a /find on OpenViking asks for."""
+    return _throughput(url, "/embeddings", lambda query: {"model": "usem3", "input": [query]}, queries, clients,
+                       seconds)
+
+
+def _throughput(url: str, path: str, body, queries: list[str], clients: int, seconds: float) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
 
     async def run_all():
         deadline = time.perf_counter() + seconds
-        await asyncio.gather(*(_client(url, path, extra, queries, deadline, k * 7, latencies, errors)
+        await asyncio.gather(*(_client(url, path, body, queries, deadline, k * 7, latencies, errors)
                                for k in range(clients)))
 
     cpu = common._cpu_snapshot()

@@ -122,6 +122,8 @@ def run(args) -> dict:
                     common.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
                     phases[server].append(measure.throughput(url, name, queries, args.clients, args.seconds))
             out["throughput"][name] = phases
+        common.log(f"model server alone, {args.clients} clients, {args.seconds}s")
+        out["model_throughput"] = measure.model_throughput(model_url, queries, args.clients, args.seconds)
         out["rss_mb"] = {"OpenViking": openviking.rss_mb(),
                          "ovsite": round(sum(x for x in _gunicorn_rss(ovsite)), 1)}
     finally:
@@ -195,6 +197,13 @@ def render(r: dict, command: str) -> str:
         lines.append(f"| {name} | {row['ovsite'][0]:.1f} | {row['OpenViking'][0]:.1f} | {rps[name]:.1f}× | "
                      f"{_p(row['ovsite'][1])} | {_p(row['OpenViking'][1])} | {row['ovsite'][2]} / "
                      f"{row['OpenViking'][2]} | {_busy(row['ovsite'][1])} / {_busy(row['OpenViking'][1])} |")
+    model = r["model_throughput"]
+    lines += ["", f"The model server alone (OpenViking's embedder: one query embedding per request, "
+              f"{r['clients']} clients, {model['seconds']:.0f} s): {model['rps']:.1f} req/s, p50 / p95 "
+              f"{model['p50']:.0f} / {model['p95']:.0f} ms, {model['errors']} errors, CPU busy "
+              f"{model['cpu_busy']:.0%}. It encodes one request at a time (`_ENCODE_LOCK` in tests/fake_openai.py: "
+              "concurrent numpy encodes under one GIL are slower, not faster), so this is the ceiling of any "
+              "OpenViking request that embeds its query."]
     lines += ["", f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
               f"OpenViking {r['rss_mb']['OpenViking']} MB (the model server, shared, not counted).", ""]
     if "search context" in lat["ovsite"]:
@@ -233,7 +242,9 @@ def _answer(summaries: list[dict]) -> str:
         used = [s["used"] for s in summaries if s["used"] is not None]
         return (f"{common.median([s['entries'] for s in summaries]):.0f} entries, "
                 f"{common.median(used):.0f} tokens" if used else "")
-    return f"{common.median([s['hits'] for s in summaries]):.0f} hits"
+    tops = [s["top"] for s in summaries if s["top"] is not None]
+    top = f", top score {common.median(tops):.3f}" if tops else ""
+    return f"{common.median([s['hits'] for s in summaries]):.0f} hits{top}"
 
 
 def _ram_gb() -> int:

@@ -1,0 +1,228 @@
+#!/usr/bin/env python
+"""HNSW settings at 100k–200k vectors: recall@10 against exact search per m, ef_construction, ef_search and
+iterative-scan mode, with build time and index size — what bench/scale.py's one 1M run is chosen from.
+
+    .venv/bin/python bench/hnsw_sweep.py --size 100000 --base 100000 --builds 16:64 24:128
+    .venv/bin/python bench/hnsw_sweep.py --size 100000 --base 10000 --derive pair --builds 16:64
+
+The vectors are bench/scale.py's: the first `--base` nodes of bench/find_latency.py's generator embedded by the
+packaged model (cached in bench/.data), the rest derived (`--derive`, `--noise`; see scale.derived_vectors).
+With `--base` = `--size` every vector is a real embedding: the reference a derivation is judged against.
+They go into a table of their own (`hnsw_sweep`: id, a 30-day "recent" flag of ~4 % of the nodes, embedding) in
+its own database; each build is `CREATE INDEX … USING hnsw (embedding vector_cosine_ops) WITH (m, ef_construction)`
+with `--maintenance-work-mem`. Exact top 10 per query is computed in numpy on the same float32 vectors (ties at
+the 10th distance count as hits). Queries: the 52 EN/ZH questions of find_latency. Latency is the SQL statement
+alone (client side, one connection), the part of /find that these settings change; plain = the /find shape
+(ORDER BY distance LIMIT 10, iterative scan as the server sets it), filtered = `recent` only, per iterative mode.
+Rewrites its section of bench/RESULTS.md, one per corpus (size, base, derivation).
+"""
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import find_latency as common  # noqa: E402 — configures the environment before Django loads
+import assembly_latency  # noqa: E402
+
+RECENT = dt.timedelta(days=30)
+MODES = ("off", "relaxed_order", "strict_order")
+
+
+def load(args, conn) -> dict:
+    """Fills `hnsw_sweep`; returns the vectors, the recent mask and the load timings."""
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    import scale
+
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("DROP TABLE IF EXISTS hnsw_sweep")
+    conn.execute("CREATE TABLE hnsw_sweep (id integer PRIMARY KEY, recent boolean NOT NULL, "
+                 "embedding vector(512) NOT NULL)")
+    register_vector(conn)
+    started = time.perf_counter()
+    now = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    vectors, recent = [], []
+    blocks = scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
+    with conn.cursor() as cur, cur.copy("COPY hnsw_sweep (id, recent, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(["int4", "bool", "vector"])
+        i = 0
+        for nodes, block in blocks:
+            for node, vector in zip(nodes, block):
+                fresh = now - node["updated_at"] <= RECENT
+                copy.write_row((i, fresh, vector))
+                recent.append(fresh)
+                i += 1
+            vectors.append(np.asarray(block, dtype=np.float32))
+    conn.execute("VACUUM ANALYZE hnsw_sweep")
+    return {"vectors": np.concatenate(vectors), "recent": np.array(recent), "load_s": time.perf_counter() - started}
+
+
+def exact(vectors, mask, queries) -> list[dict]:
+    """Per query: the exact top-10 ids, the 10th distance and the similarity at ranks 1, 10 and 100."""
+    import numpy as np
+
+    sims = queries @ vectors.T
+    if mask is not None:
+        sims[:, ~mask] = -2.0
+    out = []
+    for row in sims:
+        top = np.argpartition(-row, 100)[:100]
+        top = top[np.argsort(-row[top])]
+        out.append({"ids": set(top[:10].tolist()), "tenth": 1.0 - float(row[top[9]]),
+                    "sim": (float(row[top[0]]), float(row[top[9]]), float(row[top[99]]))})
+    return out
+
+
+def run_queries(conn, vectors_text: list[str], truth: list[dict], sql: str) -> dict:
+    recalls, ms, returned = [], [], []
+    for text, gold in zip(vectors_text, truth):
+        started = time.perf_counter()
+        rows = conn.execute(sql, [text]).fetchall()
+        ms.append((time.perf_counter() - started) * 1000)
+        good = sum(1 for row_id, d in rows if row_id in gold["ids"] or d <= gold["tenth"] + 1e-5)
+        recalls.append(good / 10)
+        returned.append(len(rows))
+    return {"recall": statistics.mean(recalls), "p50": common.median(ms), "p95": common.pct(ms, 95),
+            "returned": statistics.median(returned)}
+
+
+def build(conn, m: int, efc: int, mwm: str) -> dict:
+    notices = []
+
+    def notice(diagnostic) -> None:
+        notices.append(diagnostic.message_primary)
+
+    conn.add_notice_handler(notice)
+    conn.execute("DROP INDEX IF EXISTS hnsw_sweep_embedding")
+    started = time.perf_counter()
+    with conn.transaction():
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{mwm}'")
+        conn.execute(f"CREATE INDEX hnsw_sweep_embedding ON hnsw_sweep USING hnsw (embedding vector_cosine_ops) "
+                     f"WITH (m = {m}, ef_construction = {efc})")
+    seconds = time.perf_counter() - started
+    conn.remove_notice_handler(notice)
+    mb = conn.execute("SELECT pg_relation_size('hnsw_sweep_embedding') / 1e6").fetchone()[0]
+    return {"m": m, "efc": efc, "s": seconds, "mb": float(mb), "notices": sorted(set(notices))}
+
+
+def sweep(args, conn, loaded: dict) -> list[dict]:
+    import numpy as np
+
+    from retrieval.embedders import embed_query
+    from retrieval.find import vector_text
+
+    queries = np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
+    texts = [vector_text(q) for q in queries]
+    truth = exact(loaded["vectors"], None, queries)
+    truth_recent = exact(loaded["vectors"], loaded["recent"], queries)
+    loaded["profile"] = [statistics.median(t["sim"][k] for t in truth) for k in range(3)]
+    plain = "SELECT id, embedding <=> %s::vector AS d FROM hnsw_sweep ORDER BY d LIMIT 10"
+    filtered = "SELECT id, embedding <=> %s::vector AS d FROM hnsw_sweep WHERE recent ORDER BY d LIMIT 10"
+    runs = []
+    for spec in args.builds:
+        m, efc = (int(x) for x in spec.split(":"))
+        built = build(conn, m, efc, args.maintenance_work_mem)
+        common.log(f"m={m} ef_construction={efc}: {built['s']:.1f} s, {built['mb']:.0f} MB {built['notices']}")
+        built["plain"], built["filtered"] = {}, {}
+        for ef in args.ef_search:
+            conn.execute(f"SET hnsw.ef_search = {ef}")
+            for _ in range(2):  # the index into the page cache, plans warm
+                conn.execute(plain, [texts[0]]).fetchall()
+            built["plain"][ef] = run_queries(conn, texts, truth, plain)
+            common.log(f"  ef_search {ef}: recall@10 {built['plain'][ef]['recall']:.3f}, "
+                       f"p50 {built['plain'][ef]['p50']:.2f} ms")
+            if args.filtered:
+                for mode in MODES:
+                    conn.execute(f"SET hnsw.iterative_scan = {mode}")
+                    built["filtered"][(ef, mode)] = run_queries(conn, texts, truth_recent, filtered)
+                conn.execute("RESET hnsw.iterative_scan")
+        runs.append(built)
+    return runs
+
+
+def render(args, loaded: dict, runs: list[dict], command: str, label: str) -> str:
+    what = ("all real embeddings" if args.base >= args.size else
+            f"{args.base:,} real embeddings + {args.size - args.base:,} derived "
+            f"(`{args.derive}`, noise {args.noise})")
+    profile = loaded["profile"]
+    lines = [f"<!-- hnsw_sweep:{label}:begin -->",
+             f"### hnsw_sweep — {args.size:,} vectors, {what}", "",
+             f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} CPU shared "
+             f"with other work (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end); "
+             f"`maintenance_work_mem` {args.maintenance_work_mem}, max_parallel_maintenance_workers 2.  ",
+             f"Load {loaded['load_s']:.0f} s. Query–corpus cosine similarity (median over the 52 queries) of the "
+             f"1st / 10th / 100th exact neighbour: {profile[0]:.3f} / {profile[1]:.3f} / {profile[2]:.3f}.", "",
+             "| m | ef_construction | build s | index MB | " + " | ".join(f"ef {ef}" for ef in args.ef_search) + " |",
+             "|---:|---:|---:|---:|" + "---:|" * len(args.ef_search)]
+    for run in runs:
+        cells = " | ".join(f"{run['plain'][ef]['recall']:.3f} ({run['plain'][ef]['p50']:.1f} ms)"
+                           for ef in args.ef_search)
+        note = f" {'; '.join(run['notices'])}" if run["notices"] else ""
+        lines.append(f"| {run['m']} | {run['efc']} | {run['s']:.0f}{note} | {run['mb']:.0f} | {cells} |")
+    lines += ["", "Cells: recall@10 (SQL p50). "]
+    if args.filtered:
+        lines += ["", "Filtered (`recent`, ~4 % of the rows): recall@10 / rows returned (median) / SQL p50 ms per "
+                  "iterative scan mode (`hnsw.max_scan_tuples` as the server sets it).", "",
+                  "| m | ef_construction | ef_search | " + " | ".join(MODES) + " |",
+                  "|---:|---:|---:|" + "---|" * len(MODES)]
+        for run in runs:
+            for ef in args.ef_search:
+                cells = " | ".join(f"{x['recall']:.3f} / {x['returned']:.0f} / {x['p50']:.1f}"
+                                   for x in (run["filtered"][(ef, mode)] for mode in MODES))
+                lines.append(f"| {run['m']} | {run['efc']} | {ef} | {cells} |")
+    lines.append(f"<!-- hnsw_sweep:{label}:end -->")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100000)
+    parser.add_argument("--base", type=int, default=100000, help="nodes embedded by the real model")
+    parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
+    parser.add_argument("--noise", type=float, default=None, help="default: scale.NOISE (pair: 0.35)")
+    parser.add_argument("--seed", type=int, default=common.SEED)
+    parser.add_argument("--builds", nargs="+", default=["16:64"], help="m:ef_construction")
+    parser.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200, 400])
+    parser.add_argument("--filtered", action="store_true", help="also the filtered query per iterative mode")
+    parser.add_argument("--maintenance-work-mem", default="2GB")
+    parser.add_argument("--database", default="ovsite_bench_h8sweep")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    common.BENCH_DB = args.database
+    os.environ["OVSITE_PG_DATABASE"] = args.database
+    command = (".venv/bin/python bench/hnsw_sweep.py " + " ".join(sys.argv[1:])).strip()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from ovsite import embedded_pg
+
+    import scale
+
+    if args.noise is None:
+        args.noise = 0.35 if args.derive == "pair" else scale.NOISE
+    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), args.database)
+    conn = common.raw_connection()
+    loaded = load(args, conn)
+    common.log(f"loaded {args.size:,} vectors in {loaded['load_s']:.0f} s")
+    runs = sweep(args, conn, loaded)
+    conn.execute("DROP TABLE hnsw_sweep")
+    label = f"{args.size}:{args.base}:{args.derive if args.base < args.size else 'real'}:{args.noise}"
+    section = render(args, loaded, runs, command, label)
+    print(section)
+    if not args.no_write:
+        assembly_latency.write_section(section, f"<!-- hnsw_sweep:{label}:begin -->",
+                                       f"<!-- hnsw_sweep:{label}:end -->")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
