@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 
 from assembly import service
-from assembly.params import ASSEMBLY_FIELDS
+from assembly.params import ASSEMBLY_FIELDS, BOOTSTRAP_FIELDS, BOOTSTRAP_IGNORED
 from ovsite.api import parse
 from ovsite.envelope import ok
 from profiles.models import BUCKETS, TIERS, validate_quotas
@@ -58,10 +58,10 @@ class SearchRequest(FindRequest):
     rewrite_max_bullets = serializers.IntegerField(min_value=1, max_value=20, required=False)
 
     def validate(self, data):
+        if data["mode"] == "bootstrap":
+            return self._validate_bootstrap(data)
         data = super().validate(data)
         given = set(self.initial_data)
-        if data["mode"] == "bootstrap":
-            raise serializers.ValidationError({"mode": ['mode "bootstrap" is not available yet; use "context"']})
         if data["mode"] == "list":
             misplaced = sorted(given & set(ASSEMBLY_FIELDS))
             if misplaced:
@@ -72,6 +72,18 @@ class SearchRequest(FindRequest):
                                                               'use filter, tags or since/until']})
         if data["read_content"]:
             raise serializers.ValidationError({"read_content": ['not supported with mode="context"; use detail']})
+        return data
+
+    def _validate_bootstrap(self, data):
+        """RFC §3.6: no query. A field that would shape a retrieval or its ranking is refused when sent with a
+        value (null, "", [], {}, false and 0 count as not sent, as the SDK sends `target_uri: ""`); the
+        BOOTSTRAP_IGNORED fields are accepted and listed in `stats.ignored`."""
+        misplaced = sorted(name for name, value in self.initial_data.items()
+                           if name not in BOOTSTRAP_FIELDS + BOOTSTRAP_IGNORED
+                           and value not in (None, "", [], {}, False, 0))
+        if misplaced:
+            raise serializers.ValidationError({name: ['not allowed with mode="bootstrap" (it takes session_id, '
+                                                      'max_tokens and exclude_uris)'] for name in misplaced})
         return data
 
 
