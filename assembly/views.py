@@ -2,6 +2,7 @@
 import logging
 
 from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view
 
 from assembly import service
@@ -12,6 +13,12 @@ from profiles.models import BUCKETS, TIERS, validate_quotas
 from retrieval.views import FindRequest, find_query_from
 
 log = logging.getLogger(__name__)
+SEARCH_DESCRIPTION = """`mode`: `list` (ranked hits, the /find shape plus `query_plan`), `context` (an assembled,
+token-budgeted block: `{entries, rendered, digest, stats}`) or `bootstrap` (the session-start block in the same
+shape, from the declared slots instructions, identity, continuity, working_state and listing: no query; takes
+`session_id`, `max_tokens` and `exclude_uris`; the fields that shape a retrieval are 422 when sent with a value,
+and `limit`, `node_limit`, `level`, `time_field` and `query_expansion` are ignored and listed in `stats.ignored`;
+`stats.slots` gives each slot's budget and `stats.instructions` the template's version and `content_hash`)."""
 DETAIL_VALUES = ("auto", *TIERS)
 
 
@@ -87,25 +94,35 @@ class SearchRequest(FindRequest):
         return data
 
 
-def _run(request, body: dict, deprecated: tuple[str, ...] = ()):
+def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = ""):
+    """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
     data = parse(SearchRequest, body)
-    result, timings = service.search(caller=request.user, data=data, find_query=find_query_from(data),
-                                     given=set(body), deprecated=deprecated,
-                                     actor_peer=request.headers.get("X-OpenViking-Actor-Peer", ""))
-    return result, timings.header()
+    return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
+                          deprecated=deprecated, actor_peer=actor_peer)
 
 
+def run_recall(*, caller, body, actor_peer: str = ""):
+    """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
+    body, deprecated = service.recall_request(body)
+    result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer)
+    return result, timings, deprecated
+
+
+def _actor_peer(request) -> str:
+    return request.headers.get("X-OpenViking-Actor-Peer", "")
+
+
+@extend_schema(request=SearchRequest, description=SEARCH_DESCRIPTION)
 @api_view(["POST"])
 def search_view(request):
-    result, headers = _run(request, request.data)
-    return ok(result, headers=headers)
+    result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
+    return ok(result, headers=timings.header())
 
 
 @api_view(["POST"])
 def recall_view(request):
-    """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
-    body, deprecated = service.recall_request(request.data)
-    result, headers = _run(request, body, deprecated)
+    result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
+    headers = timings.header()
     if deprecated:
         log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
         headers.update({"Deprecation": "true", "Link": '</api/v1/search/search>; rel="successor-version"'})
