@@ -4,7 +4,8 @@ for its share of the budget; the pipeline plans, fetches and renders them with t
 
 Slots, in manifest (and render) order: `instructions` (a static server template with a content hash),
 `identity` (the user's profile.md, size-gated), `continuity` (the session's archive overview and its recent
-messages' abstracts), `working_state` (recent events, newest kept, rendered oldest first) and `listing` (every
+messages' abstracts), `working_state` (recent events, newest kept, rendered oldest first; with an actor peer,
+its events and the user's about 8:2) and `listing` (every
 other file, newest first, abstracts only; preferences by name only — their bodies never go into a bootstrap).
 """
 import hashlib
@@ -138,10 +139,36 @@ def continuity_slot(*, session, settings_row, budget: int, family: str, **_) -> 
     return Slot("continuity", [candidate], tier, declared=True)
 
 
-def working_state_slot(*, caller: Caller, settings_row, **_) -> Slot:
+def peer_places(cap: int, share: float, peer_found: int, user_found: int) -> tuple[int, int]:
+    """RFC §3.6: with a peer, its events and the user's share the working state about 8:2. Each side's places
+    are `cap` split by `share`; places a side cannot fill pass to the other, so the cap stays filled."""
+    peer = round(cap * share)
+    peer_taken = min(peer_found, peer + max(0, (cap - peer) - user_found))
+    return peer_taken, min(user_found, cap - peer_taken)
+
+
+def working_state_slot(*, caller: Caller, settings_row, actor_peer: str = "", **_) -> Slot:
+    """The newest events of the last N days. With an actor peer, that peer's events and the user's own (no peer)
+    split the places by `bootstrap_working_state_peer_share`; other peers' events are another peer's state."""
+    cap = settings_row.bootstrap_working_state_max
     since = timezone.now() - timedelta(days=settings_row.bootstrap_working_state_days)
-    rows = (_ready_files(caller).filter(context_type="memory", category="events", updated_at__gte=since)
-            .order_by("-updated_at", "uri").values(*COLUMNS)[: settings_row.bootstrap_working_state_max])
+    events = (_ready_files(caller).filter(context_type="memory", category="events", updated_at__gte=since)
+              .order_by("-updated_at", "uri"))
+    if not actor_peer:
+        rows = list(events.values(*COLUMNS)[:cap])
+    else:
+        # one round trip: each side's newest `cap`, then the split
+        columns = (*COLUMNS, "peer", "updated_at")
+        both = list(events.filter(peer=actor_peer).values(*columns)[:cap]
+                    .union(events.filter(peer="").values(*columns)[:cap], all=True))
+        newest_first = sorted(sorted(both, key=lambda row: row["uri"]), key=lambda row: row["updated_at"],
+                              reverse=True)
+        peer_rows = [row for row in newest_first if row["peer"] == actor_peer]
+        user_rows = [row for row in newest_first if row["peer"] == ""]
+        peer_taken, user_taken = peer_places(cap, settings_row.bootstrap_working_state_peer_share,
+                                             len(peer_rows), len(user_rows))
+        kept = {row["uri"] for row in peer_rows[:peer_taken] + user_rows[:user_taken]}
+        rows = [row for row in newest_first if row["uri"] in kept]
     return Slot("working_state", [_candidate(row) for row in rows], "auto", chronological=True)
 
 
@@ -157,6 +184,6 @@ PROVIDERS = {"instructions": instructions_slot, "identity": identity_slot, "cont
 
 
 def provide_slot(name: str, **context) -> Slot:
-    """One slot's candidates; `context` holds caller, session, settings_row, instructions, budget, family and
-    `taken` (the URIs earlier slots already hold)."""
+    """One slot's candidates; `context` holds caller, session, settings_row, instructions, budget, family,
+    `taken` (the URIs earlier slots already hold) and actor_peer."""
     return PROVIDERS[name](**context)

@@ -77,12 +77,14 @@ class BootstrapParams:
     max_tokens: int
     exclude_uris: tuple[str, ...]
     ignored: tuple[str, ...] = ()
+    actor_peer: str = ""
 
 
-def resolve_bootstrap_params(data: dict, *, given: set[str], settings_row) -> BootstrapParams:
+def resolve_bootstrap_params(data: dict, *, given: set[str], settings_row, actor_peer: str = "") -> BootstrapParams:
     return BootstrapParams(
         session_id=data.get("session_id") or None,
         max_tokens=data.get("max_tokens") or settings_row.default_max_tokens,
         exclude_uris=tuple(data.get("exclude_uris") or ()),
         ignored=tuple(name for name in BOOTSTRAP_IGNORED if name in given),
+        actor_peer=actor_peer,
     )

@@ -181,7 +181,8 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
         for name in bootstrap.SLOTS:
             budget = budgets[name] + carry
             slot = bootstrap.provide_slot(name, caller=caller, session=session, settings_row=settings_row,
-                                          instructions=instructions, budget=budget, family=family, taken=taken)
+                                          instructions=instructions, budget=budget, family=family, taken=taken,
+                                          actor_peer=params.actor_peer)
             taken.update(c.uri for c in slot.candidates)
             filtered = drop_served(slot.candidates, exclude=exclude, cooled={})
             plan = plan_tiers(filtered.kept, _slot_caps(slot, budget, settings_row), ranked=False)

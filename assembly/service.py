@@ -19,7 +19,7 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
                      query_expansion=data["query_expansion"])
     settings_row = current_settings()
     if data["mode"] == "bootstrap":
-        params = resolve_bootstrap_params(data, given=given, settings_row=settings_row)
+        params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
         return assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
     profile = None
     if data.get("purpose"):

@@ -1,8 +1,8 @@
 """`POST /api/v1/search/search` and its thin preset `POST /api/v1/search/recall`."""
 import logging
 
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
-from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view
 
 from assembly import service
@@ -22,6 +22,9 @@ and `limit`, `node_limit`, `level`, `time_field` and `query_expansion` are ignor
 DETAIL_VALUES = ("auto", *TIERS)
 
 
+@extend_schema_field({"oneOf": [{"type": "string", "enum": list(DETAIL_VALUES)},
+                               {"type": "object", "propertyNames": {"enum": list(BUCKETS)},
+                                "additionalProperties": {"type": "string", "enum": list(DETAIL_VALUES)}}]})
 class DetailField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, str) and data in DETAIL_VALUES:
@@ -41,6 +44,7 @@ class QuotasField(serializers.DictField):
         return data
 
 
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["auto"]}]})
 class RewriteField(serializers.Field):
     def to_internal_value(self, data):
         if data in (True, False, "auto"):

@@ -218,3 +218,53 @@ def test_harmless_fields_are_ignored_and_listed(api):
 def test_unknown_fields_are_still_refused_in_bootstrap(api):
     status, body = api.post(SEARCH, {"mode": "bootstrap", "slots": ["identity"]})
     assert status == 422 and body["error"]["details"]["validation_errors"][0]["loc"] == ["slots"]
+
+
+@pytest.mark.parametrize("cap,share,peer_found,user_found,expected", [
+    (5, 0.8, 9, 9, (4, 1)),  # RFC §3.6: peer:user ≈ 8:2
+    (10, 0.8, 9, 9, (8, 2)),
+    (5, 0.8, 1, 9, (1, 4)),  # places the peer cannot fill go to the user
+    (5, 0.8, 9, 0, (5, 0)),  # and the other way round
+    (5, 0.8, 2, 1, (2, 1)),
+    (5, 0.0, 9, 9, (0, 5)),
+])
+def test_peer_places_split_the_cap(cap, share, peer_found, user_found, expected):
+    assert bootstrap.peer_places(cap, share, peer_found, user_found) == expected
+
+
+@pytest.fixture
+def peer_events(api):
+    """Six events of the actor peer `bot-a`, three of the user (no peer), one of another peer; newest first by
+    their number of hours."""
+    events = [("a", "bot-a", hours) for hours in (1, 2, 3, 4, 5, 6)] + [("u", "", hours) for hours in (7, 8, 9)]
+    events.append(("b", "bot-b", 0.5))
+    for name, peer, hours in events:
+        uri = f"viking://~/memories/events/2026/12/01/{name}{hours}.md"
+        api.write(uri, f"# Summary\nEvent {name}{hours}.")
+        stored = uri.replace("~", "user/default")
+        Context.objects.filter(uri=stored).update(peer=peer, updated_at=timezone.now() - timedelta(hours=hours))
+    RetrievalSettings.objects.filter(pk=1).update(bootstrap_working_state_max=5)
+    return api
+
+
+def working_state(api, **headers) -> list[str]:
+    status, body = api.post(SEARCH, {"mode": "bootstrap", "max_tokens": 3000}, **headers)
+    assert status == 200, body
+    names = by_slot(body["result"])["working_state"]
+    return [uri.rsplit("/", 1)[1].removesuffix(".md") for uri in names]
+
+
+def test_working_state_with_an_actor_peer_splits_peer_and_user_events(peer_events):
+    # the newest four of bot-a's and the newest of the user's, oldest first; bot-b's is another peer's state
+    assert working_state(peer_events, x_openviking_actor_peer="bot-a") == ["u7", "a4", "a3", "a2", "a1"]
+    RetrievalSettings.objects.filter(pk=1).update(bootstrap_working_state_peer_share=0.4)
+    assert working_state(peer_events, x_openviking_actor_peer="bot-a") == ["u9", "u8", "u7", "a2", "a1"]
+
+
+def test_working_state_peer_places_left_empty_go_to_the_user(peer_events):
+    Context.objects.filter(peer="bot-a").exclude(uri__endswith="/a1.md").update(peer="bot-c")
+    assert working_state(peer_events, x_openviking_actor_peer="bot-a") == ["u9", "u8", "u7", "a1"]
+
+
+def test_working_state_without_a_peer_is_the_newest_events_of_everyone(peer_events):
+    assert working_state(peer_events) == ["a4", "a3", "a2", "a1", "b0.5"]

@@ -92,41 +92,103 @@ def test_lists_every_tool(live_url, store):
     assert "max_tokens" in tools["bootstrap"].input_schema["properties"]
 
 
+SEARCH = "/api/v1/search/search"
+# every tool, with the arguments its REST twin takes; find, search and recall take their REST body whole
+# (context_type, detail per bucket, peer_scope, time_field, node_limit included)
+CALLS = {
+    "find": ("find", {"query": "RTMP ingest port", "limit": 3, "context_type": ["memory", "resource"]}),
+    "search_list": ("search", {"query": "RTMP ingest port", "node_limit": 2, "time_field": "created_at"}),
+    "search_context": ("search", {"query": "how did the deploy go?", "mode": "context", "max_tokens": 300,
+                                  "context_type": "memory", "detail": {"events": "full"}, "peer_scope": "all",
+                                  "other_peer_penalty": 0.1}),
+    "recall": ("recall", {"query": "how did the deploy go?", "max_tokens": 300, "peer_scope": "actor"}),
+    "bootstrap": ("bootstrap", {"session_id": "mcp-s", "max_tokens": 900}),
+    "read": ("read", {"uris": ["viking://~/memories/entities/caddy.md"], "level": "full"}),
+    "ls": ("ls", {"uri": "viking://~/memories"}),
+    "remember": ("remember", {"session_id": "mcp-r", "messages": [
+        {"role": "user", "content": "Remember: the staging host is stg-3."},
+        {"role": "assistant", "content": "Noted."}]}),
+}
+
+
+def rest_twin(url: str, name: str, arguments: dict, headers: dict | None = None):
+    """The REST answer to the same arguments, in the form the tool gives it (text for context tools)."""
+    post = lambda path, body: rest(url, "POST", path, json=body, headers=headers)["result"]  # noqa: E731
+    if name == "find":
+        return compact(post("/api/v1/search/find", arguments))
+    if name == "search_list":
+        return compact(post(SEARCH, arguments))
+    if name == "search_context":
+        return post(SEARCH, arguments)["rendered"]
+    if name == "recall":
+        return post("/api/v1/search/recall", arguments)["rendered"]
+    if name == "bootstrap":
+        return post(SEARCH, {"mode": "bootstrap", **arguments})["rendered"]
+    if name == "read":
+        return compact([{"uri": uri, "level": "full", "content": rest(url, "GET", "/api/v1/content/read",
+                                                                     params={"uri": uri})["result"]}
+                        for uri in arguments["uris"]])
+    if name == "ls":
+        listed = rest(url, "GET", "/api/v1/fs/ls", params=arguments)
+        return compact({"entries": listed["result"], "has_more": listed["has_more"]})
+    session = "rest-r"
+    post(f"/api/v1/sessions/{session}/messages/batch", {"messages": arguments["messages"]})
+    return compact(post(f"/api/v1/sessions/{session}/commit", {}))
+
+
+def without_ids(commit_text: str) -> dict:
+    return {k: v for k, v in json.loads(commit_text).items() if k not in ("session_id", "task_id")}
+
+
 def test_each_tool_answers_as_rest_does(live_url, store):
-    calls = {
-        "bootstrap": {"session_id": "mcp-s", "max_tokens": 900},
-        "search_context": {"query": "how did the deploy go?", "mode": "context", "max_tokens": 300},
-        "recall": {"query": "how did the deploy go?", "max_tokens": 300},
-        "search_list": {"query": "RTMP ingest port"},
-        "find": {"query": "RTMP ingest port", "limit": 3},
-        "read": {"uris": ["viking://~/memories/entities/caddy.md"], "level": "full"},
-        "ls": {"uri": "viking://~/memories"},
-    }
+    async def actions(client):
+        """Each tool's answer, then its REST twin's (the server runs in its own thread: a blocking REST call here
+        waits for it), so that remember's session cannot change what an earlier pair saw."""
+        return {name: (text_of(await client.call_tool(tool, arguments)), rest_twin(live_url, name, arguments))
+                for name, (tool, arguments) in CALLS.items()}
+
+    pairs = mcp_session(live_url, actions)
+    assert pairs.keys() == CALLS.keys() and {tool for tool, _ in CALLS.values()} == TOOLS
+    answers = {name: answer for name, (answer, _) in pairs.items()}
+    for name, (answer, expected) in pairs.items():
+        if name == "remember":
+            assert without_ids(answer) == without_ids(expected)
+            assert json.loads(answer)["session_id"] == "mcp-r"
+        else:
+            assert answer == expected, name
+    assert "viking://user/default/memories/profile.md" in answers["bootstrap"]
+    assert "deploy.md" in answers["search_context"] and "caddy.md" in answers["find"]
+
+
+def test_search_tool_schema_is_the_rest_serializer(live_url, store):
+    from assembly.views import SearchRequest
+    from retrieval.views import FindRequest
 
     async def actions(client):
-        answers = {}
-        for name, arguments in calls.items():
-            answers[name] = text_of(await client.call_tool(name.split("_")[0], arguments))
-        return answers
+        return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
 
-    answers = mcp_session(live_url, actions)
-    search = "/api/v1/search/search"
-    assert answers["bootstrap"] == rest(live_url, "POST", search, json={"mode": "bootstrap", **calls["bootstrap"]}
-                                        )["result"]["rendered"]
-    assert "viking://user/default/memories/profile.md" in answers["bootstrap"]
-    assert answers["search_context"] == rest(live_url, "POST", search, json=calls["search_context"]
-                                             )["result"]["rendered"]
-    assert "deploy.md" in answers["search_context"]
-    assert answers["recall"] == rest(live_url, "POST", "/api/v1/search/recall", json=calls["recall"]
-                                     )["result"]["rendered"]
-    assert answers["search_list"] == compact(rest(live_url, "POST", search, json=calls["search_list"])["result"])
-    assert answers["find"] == compact(rest(live_url, "POST", "/api/v1/search/find", json=calls["find"])["result"])
-    assert json.loads(answers["read"]) == [{
-        "uri": "viking://~/memories/entities/caddy.md", "level": "full",
-        "content": rest(live_url, "GET", "/api/v1/content/read",
-                        params={"uri": "viking://~/memories/entities/caddy.md"})["result"]}]
-    listed = rest(live_url, "GET", "/api/v1/fs/ls", params={"uri": "viking://~/memories"})
-    assert json.loads(answers["ls"]) == {"entries": listed["result"], "has_more": listed["has_more"]}
+    schemas = mcp_session(live_url, actions)
+    assert set(schemas["search"]["properties"]) == set(SearchRequest().fields)
+    assert set(schemas["find"]["properties"]) == set(FindRequest().fields)
+    assert set(schemas["recall"]["properties"]) == set(SearchRequest().fields) - {"mode"}
+    assert schemas["search"]["additionalProperties"] is False
+    assert schemas["search"]["properties"]["mode"]["allOf"][0]["enum"] == ["list", "context", "bootstrap"]
+
+
+def test_actor_peer_header_reaches_the_tools(live_url, store):
+    from retrieval.models import Context
+
+    Context.objects.filter(uri__endswith="/deploy.md").update(peer="bot-b")
+    headers = {"X-OpenViking-Actor-Peer": "bot-a"}
+    arguments = {"query": "how did the deploy go?", "max_tokens": 300, "peer_scope": "actor"}
+
+    async def actions(client):
+        return [text_of(await client.call_tool("recall", arguments)),
+                text_of(await client.call_tool("bootstrap", {"max_tokens": 900}))]
+
+    recalled, booted = mcp_session(live_url, actions, headers)
+    assert recalled == rest_twin(live_url, "recall", arguments, headers) and "deploy.md" not in recalled
+    assert booted == rest_twin(live_url, "bootstrap", {"max_tokens": 900}, headers)
 
 
 def test_read_levels(live_url, store):
@@ -155,18 +217,37 @@ def test_remember_commits_the_messages(live_url, store):
     assert session["total_message_count"] == 2 and "stg-3" in session["archive_overview"]
 
 
+@pytest.mark.parametrize("tool,arguments,path", [
+    ("search", {"query": "x", "mode": "list", "max_tokens": 500}, SEARCH),  # context field in list mode
+    ("search", {"query": "x", "max_tokens": "many"}, SEARCH),  # wrong type: the serializer's words, not pydantic's
+    ("search", {"query": "x", "mode": "context", "max_tokens": 10}, SEARCH),  # out of range
+    ("search", {"query": "x", "slots": 3}, SEARCH),  # unknown field
+    ("search", {"query": "x", "mode": "context", "detail": {"events": "huge"}}, SEARCH),
+    ("search", {}, SEARCH),  # no query
+    ("find", {"query": "x", "context_type": "secrets"}, "/api/v1/search/find"),
+    ("recall", {"query": "x", "max_chars": -1}, "/api/v1/search/recall"),
+])
+def test_bad_input_is_a_tool_error_with_the_rest_envelope(live_url, store, tool, arguments, path):
+    async def actions(client):
+        return await client.call_tool(tool, arguments)
+
+    result = mcp_session(live_url, actions)
+    status, body = store.post(path, arguments)
+    assert status == 422 and body["error"]["code"] == "INVALID_ARGUMENT", body
+    assert result.is_error and json.loads(result.content[0].text) == body
+
+
 def test_tool_errors_carry_the_rest_envelope(live_url, store):
     async def actions(client):
-        return [await client.call_tool("search", {"query": "x", "mode": "list", "max_tokens": 500}),
-                await client.call_tool("read", {"uris": ["viking://~/memories/entities/none.md"]}),
-                await client.call_tool("read", {"uris": ["not-a-uri"]})]
+        return [await client.call_tool("read", {"uris": ["viking://~/memories/entities/none.md"]}),
+                await client.call_tool("read", {"uris": ["not-a-uri"]}),
+                await client.call_tool("remember", {"messages": [{"role": "user", "content": "x"}],
+                                                    "keep_recent_count": -1})]
 
-    misplaced, missing, invalid = mcp_session(live_url, actions)
-    codes = [json.loads(r.content[0].text)["error"]["code"] for r in (misplaced, missing, invalid)]
-    assert all(r.is_error for r in (misplaced, missing, invalid))
-    assert codes == ["INVALID_ARGUMENT", "NOT_FOUND", "INVALID_URI"]
-    status, body = store.post("/api/v1/search/search", {"query": "x", "mode": "list", "max_tokens": 500})
-    assert json.loads(misplaced.content[0].text) == body
+    missing, invalid, negative = mcp_session(live_url, actions)
+    codes = [json.loads(r.content[0].text)["error"]["code"] for r in (missing, invalid, negative)]
+    assert all(r.is_error for r in (missing, invalid, negative))
+    assert codes == ["NOT_FOUND", "INVALID_URI", "INVALID_ARGUMENT"]
 
 
 def test_auth_failures_are_refused(live_url, seeded):
