@@ -24,8 +24,9 @@ pg-stop:
 migrate: pg-start
 	$(PY) manage.py migrate --noinput
 
+# ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py).
 run: migrate
-	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
 
 test: pg-start
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,7 +1,7 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
 from assembly.expansion import SessionContext, embed_queries, plan_queries
-from assembly.params import resolve_context_params
-from assembly.pipeline import assemble_context
+from assembly.params import resolve_bootstrap_params, resolve_context_params
+from assembly.pipeline import assemble_bootstrap, assemble_context
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
@@ -18,6 +18,9 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
         return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
                      query_expansion=data["query_expansion"])
     settings_row = current_settings()
+    if data["mode"] == "bootstrap":
+        params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
+        return assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
     profile = None
     if data.get("purpose"):
         profile = purpose_profile(data["purpose"])

@@ -113,6 +113,12 @@ class RetrievalSettings(models.Model):
     bootstrap_working_state_max = models.PositiveIntegerField(
         default=20, validators=[MinValueValidator(1), MaxValueValidator(200)],
         help_text="Most events in the working state (default 20).")
+    bootstrap_working_state_peer_share = models.FloatField(
+        default=0.8, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="With an actor peer (X-OpenViking-Actor-Peer), the share of the working state's places that go "
+                  "to that peer's events; the rest go to the user's own (events without a peer), and places one "
+                  "side cannot fill pass to the other. Other peers' events are left out (default 0.8: RFC §3.6, "
+                  "peer:user ≈ 8:2).")
     bootstrap_continuity_max = models.PositiveIntegerField(
         default=5, validators=[MinValueValidator(0), MaxValueValidator(50)],
         help_text="Most recent message abstracts in the continuity slot (default 5).")
