@@ -5,8 +5,8 @@ entries, and does the answer string reach `rendered`, at 400 and 1600 tokens, fo
     .venv/bin/python bench/quality.py                                  # before/after on a local ovsite
     .venv/bin/python bench/quality.py --base-url URL [--api-key KEY] --label NAME [--no-write]
 
-The corpus (bench/quality_corpus.py) is six runbooks and manuals, three English (one of them HTML) and three Chinese,
-with 21 questions whose answers sit in the fourth section or later. Everything goes over HTTP, so any server with
+The corpus (bench/quality_corpus.py) is eight runbooks and manuals, four English (one of them HTML) and four Chinese,
+with questions whose answers sit in later sections. Everything goes over HTTP, so any server with
 the OpenViking wire API can be measured: each document is uploaded with `POST /api/v1/resources/temp_upload` and
 `POST /api/v1/resources {temp_file_id, to, wait}`, each question is `POST /api/v1/search/search {query,
 mode: "context", max_tokens, detail}`, and the corpus is removed at the end with `DELETE /api/v1/fs?recursive`.
@@ -85,7 +85,7 @@ def measure(base_url: str, api_key: str | None = None) -> dict:
                         result = ask(client, question.query, max_tokens, detail)
                         gold = f"{ROOT_URI}/{question.document}"
                         uris = [entry["uri"] for entry in result["entries"]]
-                        rows.append({"language": question.language,
+                        rows.append({"language": question.language, "deep": question.deep,
                                      "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
                                      "answer": question.answer in result["rendered"],
                                      "used": result["stats"]["used_tokens"], "entries": len(uris)})
@@ -95,8 +95,9 @@ def measure(base_url: str, api_key: str | None = None) -> dict:
     return {"nodes": nodes, "cells": cells}
 
 
-def _rate(rows: list[dict], key: str, language: str | None = None) -> str:
-    chosen = [row for row in rows if language is None or row["language"] == language]
+def _rate(rows: list[dict], key: str, language: str | None = None, deep: bool | None = None) -> str:
+    chosen = [row for row in rows if (language is None or row["language"] == language)
+              and (deep is None or row["deep"] == deep)]
     hits = sum(row[key] for row in chosen)
     return f"{hits}/{len(chosen)} ({hits / len(chosen):.0%})"
 
@@ -104,26 +105,30 @@ def _rate(rows: list[dict], key: str, language: str | None = None) -> str:
 def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BEGIN, SECTION_END),
            title: str = "before and after the section tree") -> str:
     en = sum(q.language == "en" for q in QUESTIONS)
+    deep = sum(q.deep for q in QUESTIONS)
     lines = [markers[0], f"## quality — answers deep in resources, {title}", "",
              f"Command: `{command}`  ",
              f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
              f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
              f"Server: {server}. Corpus: bench/quality_corpus.py, {len(DOCUMENTS)} documents "
              f"({sum(len(t) for t in DOCUMENTS.values()):,} characters), {len(QUESTIONS)} questions ({en} English, "
-             f"{len(QUESTIONS) - en} Chinese), every answer in the fourth section of its document or later. "
+             f"{len(QUESTIONS) - en} Chinese); {len(QUESTIONS) - deep} answers sit in the head of the fourth section "
+             f"of their document or a later one, {deep} past the first ~450 characters of a long section. "
              "`/search mode=\"context\"` without purpose or quotas (score order, 10 candidates), packaged embedder, "
              "no LLM (abstracts are the head of their text). Gold in entries: an entry is the gold document or one "
              "of its sections. Answer in rendered: the answer string appears verbatim in `rendered`.", "",
              "| shape | nodes | max_tokens | detail | gold in entries | answer in rendered | answer EN | answer ZH | "
-             "used tokens p50 | entries p50 |", "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "answer, section head | answer, past the head | used tokens p50 | entries p50 |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, run in runs.items():
         for (max_tokens, detail), rows in run["cells"].items():
             lines.append(f"| {label} | {run['nodes']} | {max_tokens} | {detail} | {_rate(rows, 'gold')} | "
                          f"{_rate(rows, 'answer')} | {_rate(rows, 'answer', 'en')} | {_rate(rows, 'answer', 'zh')} | "
+                         f"{_rate(rows, 'answer', deep=False)} | {_rate(rows, 'answer', deep=True)} | "
                          f"{statistics.median(r['used'] for r in rows):.0f} | "
                          f"{statistics.median(r['entries'] for r in rows):.0f} |")
     lines += ["", "Resources stay capped at `abstract` (RFC §3.4, `resource_detail_cap`), so `full` renders what "
-              "`abstract` does; a document node is a directory and may reach `overview` (its outline).",
+              "`abstract` does; a document node is a directory and may reach `overview` (its outline). An answer past the head of a long section stays out of reach without an LLM summary of the section or a wider resource cap.",
               markers[1], ""]
     return "\n".join(lines)
 

@@ -1,5 +1,6 @@
-"""The corpus of bench/quality.py: runbooks and manuals in English and Chinese whose answers sit in later sections,
-and the questions about them, each with its gold document and the answer string that must reach `rendered`."""
+"""The corpus of bench/quality.py: runbooks and manuals in English and Chinese whose answers sit in later sections
+(four of them past the head of a long section), and the questions about them, each with its gold document and the
+answer string that must reach `rendered`."""
 from dataclasses import dataclass
 
 PAYMENTS_RUNBOOK = """# Payments service runbook
@@ -170,6 +171,48 @@ CACHE_MANUAL = """# 缓存集群手册
 慢查询会阻塞整个节点。我们把 slowlog-log-slower-than 设置为 10000 微秒，超过这个时间的命令会被记录下来。每周检查一次慢查询日志，常见原因是一次读取过多的键，或者对很大的集合做全量遍历。
 """
 
+# Long sections: the answers sit past the first ~450 characters of their section, where an abstract (the head of
+# the text, without an LLM) no longer reaches.
+STORAGE_MANUAL = """# Object storage operations manual
+
+## Service overview
+The object storage service keeps build artefacts, backups, media uploads and data exports for every product team.
+It runs as a cluster of storage nodes behind a pair of gateways that speak the S3 protocol. Buckets belong to teams;
+each team has an owner who approves access requests and who is told when the bucket grows faster than planned.
+Objects are written once and never changed in place: an update is a new version, and old versions are removed by
+the lifecycle rules of the bucket. Clients authenticate with access keys issued by the platform team, and every
+request is logged with the key, the bucket, the object and the size, so usage can be billed back to the team.
+
+## Capacity and erasure coding
+Every object is split into data and parity fragments that are spread over different nodes and racks, so the loss
+of a node or a whole rack loses no data. The cluster reports its raw and usable capacity on the storage dashboard,
+and the platform team orders new nodes when usable capacity is forecast to run out within one quarter. Small
+objects cost more than their size suggests, because each one carries metadata and a minimum fragment size; teams
+that store millions of tiny files are asked to pack them into archives first. The erasure coding profile of new
+buckets is 8 data fragments plus 3 parity fragments, which survives the loss of any three nodes at an overhead of
+about 37 percent. Older buckets still use replication and are migrated one by one during quiet weekends.
+
+## Replacing a failed disk
+A failed disk is reported by the node agent within a minute and appears on the dashboard with its node and slot.
+The cluster starts rebuilding the missing fragments on other disks at once, so a replacement is not urgent, but
+it should happen within a working day. Pull the disk only when its locate light is on, to avoid pulling a healthy
+one by mistake. Replacement disks of the same size are kept in the spare cabinet of each data centre, and a
+disk that is larger than the others of its node is accepted but only partly used. After the new disk is in, register it with storagectl disk add --node NODE --slot SLOT and the node
+agent formats it and returns it to the pool; the rebuild onto the new disk then runs in the background at a
+limited rate so that client traffic is not slowed down.
+"""
+
+BACKUP_MANUAL = """# 备份系统手册
+
+## 备份策略
+备份系统负责所有数据库、文件存储和配置仓库的定期备份。每个系统的负责人需要在备份平台上登记备份对象、备份周期和保留时间，平台按照登记的信息自动执行备份任务。备份数据写入独立的存储集群，与生产环境物理隔离，即使生产机房整体故障，备份数据也不会受到影响。所有备份任务的执行结果都会发送到负责人的邮箱，连续两次失败会自动升级到值班工程师。为了控制成本，不同级别的数据使用不同的保留策略，核心交易数据的保留时间最长，日志类数据的保留时间最短，具体时间以平台登记为准。平台每个月生成一份备份报告，列出每个系统的备份大小、成功率和恢复演练情况，报告会抄送给各团队负责人。备份平台本身也有备份，它的配置和元数据每天同步到另一个机房，平台故障时可以在一小时内切换到备用实例继续执行任务。新系统接入时，负责人需要先在测试环境完成一次完整的备份和恢复，确认备份内容可用之后，才能把备份任务切换到生产环境。备份存储集群的容量由备份团队统一规划，各团队不需要单独申请存储空间，但是备份数据量增长过快时，备份团队会联系负责人确认原因，必要时调整备份周期或者保留时间。
+核心数据库的备份在每天凌晨三点开始，全量备份完成后会自动校验备份文件的完整性，校验失败的备份会立即重试一次。
+
+## 恢复流程
+需要恢复数据时，先在备份平台上提交恢复申请，写明要恢复的系统、时间点和目标环境。恢复到生产环境需要系统负责人和值班经理两个人审批，恢复到测试环境只需要系统负责人审批。审批通过后，平台会自动分配恢复任务，并在恢复完成后通知申请人。恢复过程中不要对目标环境做任何写入操作，否则可能导致数据不一致，恢复结束后还需要申请人确认数据是否正确。对于大型数据库，恢复时间和数据量成正比，一般每小时可以恢复大约五百吉字节的数据，申请时要预留足够的时间窗口。恢复到测试环境的数据在三十天后自动清理，如果需要长期保留，要在申请里说明原因并得到数据负责人的同意。涉及个人信息的数据恢复到测试环境之前，平台会先做脱敏处理，脱敏规则由安全团队维护，任何人都不能跳过这一步。每次恢复操作都会记录在审计日志里，包括申请人、审批人、恢复的时间点和目标环境，审计日志保存三年，安全团队每个季度抽查一次。恢复演练和真实恢复使用同一套流程，演练的结果会写进月度备份报告，演练失败的系统需要在两周内完成整改并重新演练。
+如果恢复失败，平台会保留失败现场，由备份团队在四小时内给出分析结论。
+"""
+
 DOCUMENTS = {
     "payments-runbook.md": PAYMENTS_RUNBOOK,
     "search-cluster-manual.md": SEARCH_MANUAL,
@@ -177,6 +220,8 @@ DOCUMENTS = {
     "订单服务运维手册.md": ORDER_RUNBOOK,
     "日志平台使用手册.md": LOG_MANUAL,
     "缓存集群手册.md": CACHE_MANUAL,
+    "object-storage-manual.md": STORAGE_MANUAL,
+    "备份系统手册.md": BACKUP_MANUAL,
 }
 
 
@@ -186,6 +231,7 @@ class Question:
     document: str  # a key of DOCUMENTS: the gold is that document or one of its sections
     answer: str  # must appear verbatim in `rendered`
     language: str
+    deep: bool = False  # the answer sits past the head (~450 characters) of its section
 
 
 QUESTIONS = [
@@ -215,4 +261,10 @@ QUESTIONS = [
     Question("缓存主从怎么手动切换？", "缓存集群手册.md", "redis-cli -p 6380 failover", "zh"),
     Question("会话缓存用的是什么内存淘汰策略？", "缓存集群手册.md", "allkeys-lru", "zh"),
     Question("慢查询的阈值设置是多少？", "缓存集群手册.md", "10000 微秒", "zh"),
+    Question("What erasure coding profile do new storage buckets use?", "object-storage-manual.md",
+             "8 data fragments plus 3 parity fragments", "en", deep=True),
+    Question("How do I register a replacement disk in a storage node?", "object-storage-manual.md",
+             "storagectl disk add --node NODE --slot SLOT", "en", deep=True),
+    Question("核心数据库的备份几点开始？", "备份系统手册.md", "每天凌晨三点", "zh", deep=True),
+    Question("恢复失败后多久给出分析结论？", "备份系统手册.md", "四小时内", "zh", deep=True),
 ]
