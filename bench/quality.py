@@ -128,7 +128,9 @@ def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BE
                          f"{statistics.median(r['used'] for r in rows):.0f} | "
                          f"{statistics.median(r['entries'] for r in rows):.0f} |")
     lines += ["", "Resources stay capped at `abstract` (RFC §3.4, `resource_detail_cap`), so `full` renders what "
-              "`abstract` does; a document node is a directory and may reach `overview` (its outline). An answer past the head of a long section stays out of reach without an LLM summary of the section or a wider resource cap.",
+              "`abstract` does; a document node is a directory and may reach `overview` (its outline). "
+              "An answer past the head of a long section stays out of reach without an LLM summary of the section or "
+              "a wider resource cap.",
               markers[1], ""]
     return "\n".join(lines)
 
