@@ -132,6 +132,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 OVSITE_MAX_CONTENT_BYTES = env.int("OVSITE_MAX_CONTENT_BYTES", default=2 * 1024 * 1024)
 OVSITE_MAX_UPLOAD_BYTES = env.int("OVSITE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
+# Resources and SKILL.md files parsed into a document node with one child per section (issue 10); off stores each
+# as one file node, as before (bench/quality.py measures both).
+OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
 DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
