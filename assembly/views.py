@@ -75,11 +75,12 @@ class SearchRequest(FindRequest):
         return data
 
 
-def _run(request, body: dict, deprecated: tuple[str, ...] = ()):
+def _run(request, body: dict, deprecated: tuple[str, ...] = (), endpoint: str = "search"):
     data = parse(SearchRequest, body)
     result, timings = service.search(caller=request.user, data=data, find_query=find_query_from(data),
                                      given=set(body), deprecated=deprecated,
-                                     actor_peer=request.headers.get("X-OpenViking-Actor-Peer", ""))
+                                     actor_peer=request.headers.get("X-OpenViking-Actor-Peer", ""),
+                                     endpoint=endpoint)
     return result, timings.header()
 
 
@@ -93,7 +94,7 @@ def search_view(request):
 def recall_view(request):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
     body, deprecated = service.recall_request(request.data)
-    result, headers = _run(request, body, deprecated)
+    result, headers = _run(request, body, deprecated, endpoint="recall")
     if deprecated:
         log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
         headers.update({"Deprecation": "true", "Link": '</api/v1/search/search>; rel="successor-version"'})
