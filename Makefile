@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
+.PHONY: run test install browser pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -28,7 +28,12 @@ migrate: pg-start
 run: migrate
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
 
-test: pg-start
+# Headless Chromium and its driver from Debian for the console's browser test (tests/test_console_browser.py).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+test: pg-start browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: migrate

@@ -98,17 +98,18 @@ class SearchRequest(FindRequest):
         return data
 
 
-def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = ""):
+def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search"):
     """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
     data = parse(SearchRequest, body)
     return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
-                          deprecated=deprecated, actor_peer=actor_peer)
+                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint)
 
 
 def run_recall(*, caller, body, actor_peer: str = ""):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
     body, deprecated = service.recall_request(body)
-    result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer)
+    result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
+                                 endpoint="recall")
     return result, timings, deprecated
 
 
