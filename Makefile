@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install pg-start pg-stop migrate bench bench-tokens clean
+.PHONY: run test install pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,13 @@ $(TOKENS_VENV)/.installed: bench/requirements-tokens.txt
 
 bench-tokens: $(TOKENS_VENV)/.installed
 	$(TOKENS_VENV)/bin/python bench/tokens.py
+
+# OpenViking 0.5.2 from PyPI in bench/.venv-openviking (created by the script, bench only); see bench/vs_openviking.
+bench-vs-openviking: migrate
+	$(PY) bench/vs_openviking/run.py $(BENCH_ARGS)
+
+bench-scale: migrate
+	$(PY) bench/scale.py $(BENCH_ARGS)
 
 clean: pg-stop
 	rm -rf var

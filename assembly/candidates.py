@@ -1,6 +1,8 @@
 """Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from assembly.planner import Candidate
 from ovsite.auth import Caller
 from retrieval.find import (FindQuery, Predicate, bucket_predicate, fetch_union, nearest_select, peer_predicate,
@@ -60,7 +62,8 @@ def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[floa
                      peers: PeerPolicy) -> Candidates:
     """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept."""
     where = peers.restrict(scope_predicate(caller, spec))
-    rows = fetch_union([nearest_select(where, vector_text(vector), COLUMNS, limit, "all") for vector in vectors])
+    rows = fetch_union([nearest_select(where, vector_text(vector), COLUMNS, limit, "all") for vector in vectors],
+                       settings.HNSW_WIDE_EF_SEARCH)
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 

@@ -8,8 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from ovsite.errors import Unavailable
-from retrieval.embedders import EmbeddingError, get_embedder
+from retrieval.embedders import embed_queries  # noqa: F401 — the pipeline embeds the planned queries with it
 from retrieval.llm import complete, llm_configured, load_prompt, planner_model
 from sessions_app.selectors import recent_messages
 
@@ -129,12 +128,3 @@ def plan_queries(*, query: str, mode: str, context: SessionContext, settings_row
     if not completion.ok:
         return QueryPlan([query], "failed")
     return QueryPlan(_plan(query, completion.value, max_queries), "used")
-
-
-def embed_queries(queries: list[str]) -> list[list[float]]:
-    """Every planned query in one embedder call (one round trip to a remote embedder); as `embed_query`, a
-    failure here is the service being down."""
-    try:
-        return [vector.tolist() for vector in get_embedder().embed(list(queries))]
-    except EmbeddingError as exc:
-        raise Unavailable("embedder", str(exc)) from exc

@@ -53,6 +53,8 @@ if os.environ.get("DATABASE_URL"):
              "(its own database `ovsite_bench`). Unset DATABASE_URL.")
 os.environ["OVSITE_PG_DATABASE"] = BENCH_DB
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
+# The in-process breakdown times the embedder itself: repeats of the query list must not come from the cache.
+os.environ["OVSITE_QUERY_VECTOR_CACHE"] = "0"
 _ROOT_KEY_WAS_SET = bool(os.environ.pop("OVSITE_ROOT_API_KEY", ""))  # dev mode: account/user "default"
 
 
@@ -467,7 +469,48 @@ def load(size: int, account_id: int, conn, now: dt.datetime) -> dict:
 # ------------------------------------------------------------------------------------------------------------
 # Server
 
-class Server:
+class ServerProcess:
+    """A server process we start in its own session, wait for on `GET /health`, and stop by its own pid."""
+
+    name = "server"
+    url = ""
+    log_path: Path
+    proc: "subprocess.Popen | None" = None
+
+    def _launch(self, cmd: list[str], env: dict, cwd: Path, timeout_s: float, poll_s: float = 0.2) -> None:
+        import httpx
+
+        logfile = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT, cwd=cwd,
+                                     start_new_session=True)
+        logfile.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_path}:\n"
+                                   + self.log_path.read_text()[-3000:])
+            try:
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(poll_s)
+        raise RuntimeError(f"{self.name} did not answer /health within {timeout_s}s; see {self.log_path}")
+
+    def stop(self, timeout_s: float = 30) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)  # the process we started, by its own pid; it stops its children
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session only (start_new_session)
+            self.proc.wait(timeout=10)
+
+
+class Server(ServerProcess):
+    name = "gunicorn"
+
     def __init__(self, workers: int, log_dir: Path, extra_env: dict | None = None, threads: int = 1):
         self.extra_env = extra_env or {}
         self.threads = threads
@@ -475,11 +518,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.workers = workers
         self.log_path = log_dir / "gunicorn.log"
-        self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 60.0) -> None:
-        import httpx
-
         env = dict(os.environ, OVSITE_PG_DATABASE=BENCH_DB, DJANGO_SETTINGS_MODULE="ovsite.settings")
         env.pop("OVSITE_ROOT_API_KEY", None)
         env.update(self.extra_env)
@@ -487,32 +527,7 @@ class Server:
                "-w", str(self.workers), "-k", "gthread", "--threads", str(self.threads), "--keep-alive", "120",
                "--timeout", "120", "--chdir", str(ROOT), "--log-level", "warning"]
         self.command = " ".join(cmd[1:])
-        logfile = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT, cwd=ROOT,
-                                     start_new_session=True)
-        logfile.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.proc.returncode}; see {self.log_path}:\n"
-                                   + self.log_path.read_text()[-3000:])
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"gunicorn did not answer /health within {timeout_s}s; see {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)  # the master we started, by its own pid; it stops its workers
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session only (start_new_session)
-            self.proc.wait(timeout=10)
+        self._launch(cmd, env, ROOT, timeout_s)
 
 
 def warm_up(server: Server, deadline_s: float = 120.0) -> dict:

@@ -4,19 +4,20 @@
     .venv/bin/python bench/load.py [--clients 8 32] [--seconds 60] [--workers 2] [--threads 2] [--reuse]
 
 Uses the corpus and database of bench/assembly_latency.py (`ovsite_bench_assembly`); with `--reuse` it keeps what is
-loaded there, else it loads it anew. Loopback only. Each client is an asyncio task with its own keep-alive
+loaded there, else it loads it anew. Loopback only. Each client is a process with its own keep-alive
 connection sending /recall (its defaults: purpose coding, 1600 tokens) with the next query of the cycle as soon as
 the previous answer arrives. Reports req/s, latency percentiles, errors, and the resident memory of each gunicorn
 worker at the end of each phase. Rewrites its section of bench/RESULTS.md.
 """
 import argparse
-import asyncio
 import datetime as dt
+import multiprocessing
 import os
 import platform
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,16 +28,23 @@ SECTION_BEGIN, SECTION_END = "<!-- load:begin -->", "<!-- load:end -->"
 TARGET_RPS_8 = 150
 
 
-async def _client(url: str, deadline: float, offset: int, latencies: list, errors: list) -> None:
+def _client(url: str, seconds: float, offset: int, ready, start) -> tuple[list[float], list[str]]:
+    """One client process: a sync keep-alive connection, the next request as soon as the answer arrives. Processes,
+    not asyncio tasks, so that the clients do not share one interpreter lock and queue behind each other."""
     import httpx
 
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+    latencies: list[float] = []
+    errors: list[str] = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        client.get("/health")  # the connection is open before the clock starts
+        ready.wait()
+        start.wait()
+        deadline = time.perf_counter() + seconds
         i = offset
         while time.perf_counter() < deadline:
             started = time.perf_counter()
             try:
-                response = await client.post("/api/v1/search/recall",
-                                             json={"query": corpus.QUERIES[i % len(corpus.QUERIES)]})
+                response = client.post("/api/v1/search/recall", json={"query": corpus.QUERIES[i % len(corpus.QUERIES)]})
                 if response.status_code != 200:
                     errors.append(str(response.status_code))
                 else:
@@ -44,24 +52,26 @@ async def _client(url: str, deadline: float, offset: int, latencies: list, error
             except httpx.HTTPError as error:
                 errors.append(type(error).__name__)
             i += 1
+    return latencies, errors
 
 
 def _phase(url: str, clients: int, seconds: float) -> dict:
-    latencies: list[float] = []
-    errors: list[str] = []
-
-    async def run_all():
-        deadline = time.perf_counter() + seconds
-        await asyncio.gather(*(_client(url, deadline, k * 7, latencies, errors) for k in range(clients)))
-
-    started = time.perf_counter()
-    cpu = corpus._cpu_snapshot()
-    asyncio.run(run_all())
-    elapsed = time.perf_counter() - started
+    with multiprocessing.Manager() as manager, ProcessPoolExecutor(clients) as pool:
+        ready, start = manager.Barrier(clients + 1), manager.Barrier(clients + 1)
+        futures = [pool.submit(_client, url, seconds, k * 7, ready, start) for k in range(clients)]
+        ready.wait()
+        cpu = corpus._cpu_snapshot()
+        started = time.perf_counter()
+        start.wait()
+        results = [future.result() for future in futures]
+        elapsed = time.perf_counter() - started
+        cpu_busy = corpus.cpu_busy_since(cpu)
+    latencies = [x for result, _ in results for x in result]
+    errors = [x for _, result in results for x in result]
     return {"clients": clients, "seconds": elapsed, "requests": len(latencies), "errors": len(errors),
             "error_kinds": sorted(set(errors)), "rps": len(latencies) / elapsed,
             "p50": corpus.median(latencies), "p95": corpus.pct(latencies, 95), "p99": corpus.pct(latencies, 99),
-            "cpu_busy": corpus.cpu_busy_since(cpu)}
+            "cpu_busy": cpu_busy}
 
 
 def _worker_rss_mb(server) -> list[float]:
@@ -84,7 +94,9 @@ def run(args) -> dict:
     django.setup()
     if not (args.reuse and _loaded_nodes() >= args.size):
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
-    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), threads=args.threads)
+    server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0"} if args.no_query_cache else {}
+    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env,
+                           threads=args.threads)
     server.start()
     phases = []
     try:
@@ -96,7 +108,8 @@ def run(args) -> dict:
             phases.append(phase)
     finally:
         server.stop()
-    return {"phases": phases, "server_command": server.command, "size": _loaded_nodes()}
+    return {"phases": phases, "server_command": server.command, "size": _loaded_nodes(),
+            "query_cache": "off" if args.no_query_cache else "on"}
 
 
 def render(result: dict, command: str) -> str:
@@ -107,8 +120,10 @@ def render(result: dict, command: str) -> str:
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (client, server and PostgreSQL share "
              "the cores)  ",
              f"Server: `gunicorn {result['server_command']}`, database `{assembly_latency.DB}`, "
-             f"{result['size']:,} nodes. Clients: asyncio + httpx, one keep-alive connection each, /recall with "
-             "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives.", "",
+             f"{result['size']:,} nodes. Clients: one process each (httpx, one keep-alive connection), /recall with "
+             "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives, cycling through "
+             f"{len(corpus.QUERIES)} queries; query-vector cache {result['query_cache']} (on: each worker embeds "
+             "each query of the cycle once; off: every request embeds its query).", "",
              "| clients | seconds | requests | req/s | p50 ms | p95 ms | p99 ms | errors | CPU busy | worker RSS MB |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in result["phases"]:
@@ -132,14 +147,18 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-query-cache", action="store_true", help="every request embeds its query")
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    # Each cache mode keeps its own section of RESULTS.md: the two runs are read side by side.
+    marker = "load-no-query-cache" if args.no_query_cache else "load"
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     section = render(run(args), (".venv/bin/python bench/load.py " + " ".join(sys.argv[1:])).strip())
+    section = section.replace(SECTION_BEGIN, begin).replace(SECTION_END, end)
     print(section)
     if not args.no_write:
-        assembly_latency.SECTION_BEGIN, assembly_latency.SECTION_END = SECTION_BEGIN, SECTION_END
-        assembly_latency.write_section(section)
+        assembly_latency.write_section(section, begin, end)
     return 0
 
 

@@ -59,6 +59,10 @@ TEMPLATES = [
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
+# Searches over the whole store's index (/find, list mode, context without quotas). On the 10k bench corpus of
+# near-duplicate memories ef_search 100 found 0.77-0.95 of the exact top 10 and 200 about 0.98-1.0, for ~0.6 ms
+# (bench/RESULTS.md); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
+HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.
@@ -103,6 +107,8 @@ EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=512)
 EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="unused")
 EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=30.0)
 EMBEDDER_THREADS = env.int("OVSITE_EMBEDDER_THREADS", default=1)
+# Query vectors kept per process (0 turns the cache off); see retrieval.embedders.QueryVectorCache.
+OVSITE_QUERY_VECTOR_CACHE = env.int("OVSITE_QUERY_VECTOR_CACHE", default=1024)
 
 # LLM (summaries, expansion, rewrite, extraction): optional; without LLM_URL every LLM step reports "off".
 LLM_URL = env.str("LLM_URL", default="")

@@ -1,5 +1,6 @@
 """Embedders: the packaged multilingual USE model by default, or any OpenAI-compatible `/v1/embeddings`."""
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -68,8 +69,33 @@ class OpenAIEmbedder:
         return vectors / np.where(norms == 0, 1, norms)
 
 
-@lru_cache(maxsize=1)
-def get_embedder():
+class QueryVectorCache:
+    """Recent query vectors of one embedder, least recently used first out. An agent's hook asks the same query
+    again and again while it works on one task; a repeat skips the embedder (the largest cost of /find)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._vectors: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> list[float] | None:
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+        return list(vector) if vector is not None else None
+
+    def put(self, text: str, vector: list[float]) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._vectors[text] = tuple(vector)
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+
+def _build_embedder():
     if settings.EMBEDDING_URL:
         return OpenAIEmbedder(settings.EMBEDDING_URL, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIM,
                               settings.EMBEDDING_API_KEY, settings.EMBEDDING_TIMEOUT_S)
@@ -79,9 +105,30 @@ def get_embedder():
     return UseEmbedder(settings.EMBEDDER_THREADS)
 
 
+@lru_cache(maxsize=1)
+def get_embedder():
+    embedder = _build_embedder()
+    # The cache belongs to this embedder: another model's vectors are never served from it.
+    embedder.query_cache = QueryVectorCache(settings.OVSITE_QUERY_VECTOR_CACHE)
+    return embedder
+
+
+def embed_queries(texts: list[str]) -> list[list[float]]:
+    """Query vectors, the uncached ones in one embedder call. A query cannot be answered without its vector: an
+    embedder failure here is the service being down."""
+    embedder = get_embedder()
+    vectors = [embedder.query_cache.get(text) for text in texts]
+    missing = [text for text, vector in zip(texts, vectors) if vector is None]
+    if missing:
+        try:
+            fresh = dict(zip(missing, (vector.tolist() for vector in embedder.embed(missing))))
+        except EmbeddingError as exc:
+            raise Unavailable("embedder", str(exc)) from exc
+        for text, vector in fresh.items():
+            embedder.query_cache.put(text, vector)
+        vectors = [vector if vector is not None else fresh[text] for text, vector in zip(texts, vectors)]
+    return vectors
+
+
 def embed_query(text: str) -> list[float]:
-    """A query cannot be answered without its vector: an embedder failure here is the service being down."""
-    try:
-        return get_embedder().embed([text])[0].tolist()
-    except EmbeddingError as exc:
-        raise Unavailable("embedder", str(exc)) from exc
+    return embed_queries([text])[0]

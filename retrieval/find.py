@@ -6,7 +6,8 @@ from datetime import timezone as dt_timezone
 
 from functools import cache
 
-from django.db import connection
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -166,13 +167,23 @@ def nearest_select(where: Predicate, vector: str, columns: tuple[str, ...], limi
     return Predicate(sql, params)
 
 
-def fetch_union(selects: list[Predicate]) -> list[dict]:
-    """All selects in one statement (UNION ALL): one round trip, rows as dicts."""
+def fetch_union(selects: list[Predicate], ef_search: int | None = None) -> list[dict]:
+    """All selects in one statement (UNION ALL): one round trip, rows as dicts. `ef_search` other than the
+    connection's applies to this statement only (SET LOCAL in its own transaction)."""
     if not selects:
         return []
     sql = " UNION ALL ".join(select.sql for select in selects)
     params = [param for select in selects for param in select.params]
+    if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
+        return _fetch(sql, params, None)
+    with transaction.atomic():
+        return _fetch(sql, params, int(ef_search))
+
+
+def _fetch(sql: str, params: list, ef_search: int | None) -> list[dict]:
     with connection.cursor() as cursor:
+        if ef_search is not None:
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -193,7 +204,8 @@ def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None
     """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
-    found = fetch_union([nearest_select(where, vector_text(vector), columns, spec.limit)])
+    found = fetch_union([nearest_select(where, vector_text(vector), columns, spec.limit)],
+                        settings.HNSW_WIDE_EF_SEARCH)
     for row in found:
         del row["bucket"]
         row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)

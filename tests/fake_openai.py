@@ -23,16 +23,17 @@ class Script:
     chat: object = "ok"
     usage: tuple = (11, 7)
     requests: list = field(default_factory=list)
+    keep_requests: bool = True  # a long benchmark run turns it off: the log would only grow
 
     def chat_requests(self) -> list[dict]:
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
 
 class FakeOpenAI:
-    def __init__(self):
+    def __init__(self, port: int = 0):
         self.script = Script()
         self.stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -54,7 +55,8 @@ class FakeOpenAI:
         from retrieval.embedders import UseEmbedder
 
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        vectors = _use().embed(inputs)
+        with _ENCODE_LOCK:  # one encode at a time: concurrent numpy encodes under one GIL take seconds each
+            vectors = _use().embed(inputs)
         if self.script.mode == "wrong_dim":
             vectors = vectors[:, : UseEmbedder.dim // 2]
         return {"object": "list", "model": body.get("model", "fake"),
@@ -80,7 +82,8 @@ class FakeOpenAI:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 script = fake.script
-                script.requests.append({"path": self.path, "body": body})
+                if script.keep_requests:
+                    script.requests.append({"path": self.path, "body": body})
                 if script.delay_s:
                     time.sleep(script.delay_s)
                     if fake.stopping.is_set():
@@ -107,6 +110,7 @@ class FakeOpenAI:
 
 
 _USE_LOCK = threading.Lock()
+_ENCODE_LOCK = threading.Lock()
 _USE_INSTANCE = None
 
 

@@ -1,0 +1,63 @@
+"""The model endpoint both servers use: an OpenAI-compatible HTTP server in its own process.
+
+    .venv/bin/python bench/vs_openviking/model_server.py PORT
+
+Embeddings are the packaged USE model's (`retrieval.embedders.UseEmbedder`, 512 dims), the vectors ovsite computes
+in process, so both servers rank on the same vectors. Chat replies are deterministic: a summary prompt is answered
+with the head of the text it quotes, so OpenViking's L0/L1 summaries carry the document's own words (no model is
+available offline; the point is latency, not summary quality). It is the test suite's `tests/fake_openai.py`
+server, run in a separate process so its embedding work never shares a GIL with the benchmark's clients.
+"""
+import os
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+# OpenViking's summary prompts quote the text after one of these headings (openviking/prompts/templates/semantic).
+_QUOTED = re.compile(r"(?:【File Content】|\[Files and Their Summaries in Directory\]|【Content】)\s*\n(.*?)"
+                     r"(?:\n\s*\n(?:Output requirements|Note:|\[|【)|\Z)", re.S)
+SUMMARY_CHARS = 400
+
+
+def deterministic_reply(body: dict) -> str:
+    """The head of the quoted text, else of the last user message: same prompt, same reply."""
+    messages = body.get("messages") or []
+    text = ""
+    for message in reversed(messages):
+        content = message.get("content")
+        if isinstance(content, list):  # multimodal parts: keep the text ones
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if message.get("role") == "user" and content:
+            text = content
+            break
+    match = _QUOTED.search(text)
+    quoted = match.group(1) if match else text
+    return " ".join(quoted.split())[:SUMMARY_CHARS] or "ok"
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
+    from tests.fake_openai import FakeOpenAI
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = FakeOpenAI(port=port)
+    server.script.chat = deterministic_reply
+    server.script.usage = (0, 0)
+    server.script.keep_requests = False
+    server.start()
+    print(server.url, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+#!/usr/bin/env python
+"""ovsite side by side with OpenViking 0.5.2: same corpus, same embeddings, same requests, one run.
+
+    make bench-vs-openviking        (= .venv/bin/python bench/vs_openviking/run.py)
+    .venv/bin/python bench/vs_openviking/run.py [--size 2000] [--rounds 200] [--clients 8] [--seconds 30]
+
+1. Creates `bench/.venv-openviking` and installs `openviking==0.5.2` from PyPI into it (once).
+2. Starts our OpenAI-compatible model server (model_server.py: the packaged USE embeddings, 512 dims, and
+   deterministic chat replies) in its own process; OpenViking's `ov.conf` points its embedding and VLM at it.
+3. Starts ovsite (gunicorn, its own database on the embedded PostgreSQL, packaged embedder in process) and
+   `openviking-server` (local storage in a temporary workspace), both in dev-mode auth on loopback.
+4. Loads the same deterministic corpus (corpus.py) into both with `POST /api/v1/content/batch-write` and waits
+   for processing with `POST /api/v1/system/wait`.
+5. Sends /find, /search list, /search context (1600 tokens, without and with `purpose`) and /recall for each
+   query to both servers in turn (the order flips every query), then 8 concurrent clients per server, the two
+   servers alternating phase by phase; prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its
+   section of bench/RESULTS.md.
+"""
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+import find_latency as common  # noqa: E402 — configures the environment before Django loads
+import assembly_latency  # noqa: E402
+import corpus  # noqa: E402
+import measure  # noqa: E402
+import openviking_server  # noqa: E402
+
+SECTION_BEGIN, SECTION_END = "<!-- vs_openviking:begin -->", "<!-- vs_openviking:end -->"
+GOAL_CONTEXT_RATIO, GOAL_THROUGHPUT = 0.2, 5.0
+THROUGHPUT_REQUESTS = ("search context", "find")
+
+
+def start_model_server(log_dir: Path) -> tuple[subprocess.Popen, str]:
+    port = common.free_port()
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="ovsite.settings")
+    proc = subprocess.Popen([sys.executable, str(HERE / "model_server.py"), str(port)], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=open(log_dir / "model-server.log", "ab"), text=True,
+                            start_new_session=True)
+    url = proc.stdout.readline().strip()  # printed once the model is loaded and the port is open
+    if not url:
+        raise RuntimeError(f"model server failed; see {log_dir / 'model-server.log'}")
+    return proc, url
+
+
+def reset_ovsite(db: str) -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from ovsite import embedded_pg
+    from ovsite.models import Account, AccountUser
+
+    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), db)
+    call_command("migrate", interactive=False, verbosity=0)
+    account, _ = Account.objects.get_or_create(name="default")
+    AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
+    common.raw_connection().execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
+
+
+def warm(client, queries: list[str]) -> None:
+    """One untimed pass of every request: lazy model loads and first-use costs out of the figures."""
+    for query in queries[:4]:
+        for path, extra in measure.REQUESTS.values():
+            client.post(path, json={"query": query, **extra}, timeout=120)
+
+
+def run(args) -> dict:
+    import httpx
+
+    workdir = Path(tempfile.mkdtemp(prefix="ovsite-vs-openviking-"))
+    common.log(f"workdir {workdir}")
+    openviking_server.ensure_venv()
+    files = corpus.build(args.size)
+    queries = common.QUERIES
+    reset_ovsite(args.database)
+    model_proc, model_url = start_model_server(workdir)
+    ovsite = common.Server(args.workers, workdir, threads=args.threads)
+    openviking = openviking_server.OpenVikingServer(workdir=workdir / "openviking", model_url=model_url,
+                                                    port=common.free_port())
+    out = {"size": len(files), "workdir": str(workdir), "model_url": model_url,
+           "load_before": os.getloadavg(), "started": dt.datetime.now(dt.timezone.utc)}
+    try:
+        ovsite.start()
+        openviking.start()
+        out["servers"] = {"ovsite": "gunicorn " + ovsite.command.replace(f"127.0.0.1:{ovsite.port}", "127.0.0.1:PORT")
+                          .replace(f"--chdir {ROOT}", "--chdir ."), "OpenViking": openviking.command}
+        clients = {"ovsite": httpx.Client(base_url=ovsite.url, timeout=120),
+                   "OpenViking": httpx.Client(base_url=openviking.url, timeout=120)}
+        out["load"] = {}
+        for name, client in clients.items():
+            common.log(f"loading {len(files)} files into {name}")
+            out["load"][name] = corpus.load(client, files)
+            common.log(f"{name}: {out['load'][name]}")
+        out["probe"] = measure.probe(clients, queries[0])
+        names = [n for n in measure.REQUESTS
+                 if all(out["probe"][s][n]["status"] == 200 for s in clients)]
+        out["na"] = {n: {s: out["probe"][s][n] for s in clients if out["probe"][s][n]["status"] != 200}
+                     for n in measure.REQUESTS if n not in names}
+        common.warm_up(ovsite)  # every gunicorn worker loads its embedder once; one connection reaches one worker
+        for client in clients.values():
+            warm(client, queries)
+        common.log(f"alternating latency: {args.rounds} rounds of {names}")
+        out["latency"] = measure.alternating(clients, names, queries, args.rounds)
+        out["throughput"] = {}
+        for name in [n for n in THROUGHPUT_REQUESTS if n in names]:
+            phases = {s: [] for s in clients}
+            for _ in range(args.phases):
+                for server, url in (("ovsite", ovsite.url), ("OpenViking", openviking.url)):
+                    common.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
+                    phases[server].append(measure.throughput(url, name, queries, args.clients, args.seconds))
+            out["throughput"][name] = phases
+        out["rss_mb"] = {"OpenViking": openviking.rss_mb(),
+                         "ovsite": round(sum(x for x in _gunicorn_rss(ovsite)), 1)}
+    finally:
+        openviking.stop()
+        ovsite.stop()
+        model_proc.terminate()
+        model_proc.wait(timeout=20)
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def _gunicorn_rss(server) -> list[float]:
+    import psutil
+
+    proc = psutil.Process(server.proc.pid)
+    return [p.memory_info().rss / 2**20 for p in [proc, *proc.children()]]
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+def render(r: dict, command: str) -> str:
+    lat = r["latency"]
+    load_ov, load_os = r["load"]["OpenViking"], r["load"]["ovsite"]
+    lines = [SECTION_BEGIN, "## vs_openviking — ovsite and OpenViking 0.5.2 side by side", "",
+             f"Command: `{command}`  ",
+             f"Date: {r['started']:%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU, {_ram_gb()} GB RAM, Python {platform.python_version()}; load average "
+             f"{' '.join(f'{x:.2f}' for x in r['load_before'])} at start, "
+             f"{' '.join(f'{x:.2f}' for x in r['load_after'])} at end (shared machine: both servers, PostgreSQL, the "
+             "model server and the clients share the cores).  ",
+             f"ovsite: `{r['servers']['ovsite']}`, database `{common.BENCH_DB}`, packaged USE embedder in process.  ",
+             f"OpenViking: `{r['servers']['OpenViking']}` (openviking=={openviking_server.VERSION} from PyPI in "
+             "bench/.venv-openviking, 1 uvicorn worker — its default; local vectordb and agfs; dev-mode auth), "
+             "embedding and VLM `provider: openai` at our model server (bench/vs_openviking/model_server.py: the same "
+             "USE vectors, 512 dims, deterministic chat replies).  ",
+             f"Corpus (bench/vs_openviking/corpus.py): {r['size']:,} files — memories of the four categories and "
+             f"resource documents of 2.5–6 K characters, 40 % Chinese; {load_os['chars'] / 1e6:.1f} M characters. "
+             f"Loaded through `POST /api/v1/content/batch-write` + `POST /api/v1/system/wait`: ovsite "
+             f"{load_os['processed_s']:.0f} s, OpenViking {load_ov['processed_s']:.0f} s.  ",
+             f"Latency: {len(lat['ovsite'][next(iter(lat['ovsite']))]['ms'])} rounds over "
+             f"{len(common.QUERIES)} EN/ZH queries (cycling); in each round every request goes to both servers in "
+             "turn, the order flipping every round; one keep-alive connection per server; client-side ms.", "",
+             "| request | ovsite p50 | ovsite p95 | OpenViking p50 | OpenViking p95 | ratio p50 | ratio p95 | "
+             "ovsite Server-Timing p50 | ovsite answer p50 | OpenViking answer p50 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for name in lat["ovsite"]:
+        a, b = lat["ovsite"][name], lat["OpenViking"][name]
+        stages = f"{common.median(a['server_ms']):.1f}" if a["server_ms"] else "—"
+        lines.append(f"| {name} | {common.median(a['ms']):.1f} | {common.pct(a['ms'], 95):.1f} | "
+                     f"{common.median(b['ms']):.1f} | {common.pct(b['ms'], 95):.1f} | "
+                     f"{_ratio(common.median(a['ms']), common.median(b['ms']))} | "
+                     f"{_ratio(common.pct(a['ms'], 95), common.pct(b['ms'], 95))} | {stages} | "
+                     f"{_answer(a['summaries'])} | {_answer(b['summaries'])} |")
+    for name, refusals in r["na"].items():
+        why = "; ".join(f"{s} answered {x['status']}: `{x['body'][:120]}`" for s, x in refusals.items())
+        lines.append(f"| {name} | n/a | | | | n/a | | | | {why} |")
+    lines += ["", f"Throughput: {r['clients']} concurrent keep-alive clients (asyncio + httpx) per server, "
+              "the next query as soon as the answer arrives; phases alternate between the servers; totals over "
+              "the phases.", "",
+              "| request | ovsite req/s | OpenViking req/s | ratio | ovsite p50 / p95 ms | OpenViking p50 / p95 ms | "
+              "errors (ovsite / OpenViking) | CPU busy (ovsite / OpenViking) |", "|---|---:|---:|---:|---|---|---|---|"]
+    rps = {}
+    for name, phases in r["throughput"].items():
+        row = {}
+        for server, ps in phases.items():
+            requests, seconds = sum(p["requests"] for p in ps), sum(p["seconds"] for p in ps)
+            row[server] = (requests / seconds, ps, sum(p["errors"] for p in ps))
+        rps[name] = row["ovsite"][0] / row["OpenViking"][0] if row["OpenViking"][0] else float("inf")
+        lines.append(f"| {name} | {row['ovsite'][0]:.1f} | {row['OpenViking'][0]:.1f} | {rps[name]:.1f}× | "
+                     f"{_p(row['ovsite'][1])} | {_p(row['OpenViking'][1])} | {row['ovsite'][2]} / "
+                     f"{row['OpenViking'][2]} | {_busy(row['ovsite'][1])} / {_busy(row['OpenViking'][1])} |")
+    lines += ["", f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
+              f"OpenViking {r['rss_mb']['OpenViking']} MB (the model server, shared, not counted).", ""]
+    if "search context" in lat["ovsite"]:
+        ours, theirs = lat["ovsite"]["search context"], lat["OpenViking"]["search context"]
+        ratio = common.median(ours["ms"]) / common.median(theirs["ms"])
+        health = {s: common.median(lat[s][measure.HEALTH]["ms"]) for s in lat}
+        stages = ", ".join(f"{k} {common.median(v):.1f}" for k, v in ours["stages"].items())
+        lines.append(f"Goal /search context p50 ratio ≤ {GOAL_CONTEXT_RATIO}: "
+                     f"{'met' if ratio <= GOAL_CONTEXT_RATIO else 'NOT met'} ({ratio:.2f}): ovsite would have to "
+                     f"answer in {GOAL_CONTEXT_RATIO * common.median(theirs['ms']):.1f} ms, it takes "
+                     f"{common.median(ours['ms']):.1f} ms, of which its Server-Timing stages are {stages} ms; "
+                     f"`GET /health` alone (routing, middleware, HTTP) takes {health['ovsite']:.1f} ms on ovsite "
+                     f"and {health['OpenViking']:.1f} ms on OpenViking.  ")
+    else:
+        lines.append("Goal /search context p50 ratio: n/a (a server refused context mode).  ")
+    if "search context" in rps:
+        lines.append(f"Goal throughput ≥ {GOAL_THROUGHPUT:.0f}× (search context, {r['clients']} clients): "
+                     f"{'met' if rps['search context'] >= GOAL_THROUGHPUT else 'NOT met'} "
+                     f"({rps['search context']:.1f}×).")
+    lines.append(SECTION_END)
+    return "\n".join(lines) + "\n"
+
+
+def _busy(phases: list[dict]) -> str:
+    return " · ".join(f"{p['cpu_busy']:.0%}" for p in phases)
+
+
+def _p(phases: list[dict]) -> str:
+    return " · ".join(f"{p['p50']:.0f} / {p['p95']:.0f}" for p in phases)
+
+
+def _answer(summaries: list[dict]) -> str:
+    if not summaries:
+        return "—"
+    if "entries" in summaries[0]:
+        used = [s["used"] for s in summaries if s["used"] is not None]
+        return (f"{common.median([s['entries'] for s in summaries]):.0f} entries, "
+                f"{common.median(used):.0f} tokens" if used else "")
+    return f"{common.median([s['hits'] for s in summaries]):.0f} hits"
+
+
+def _ram_gb() -> int:
+    return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=2000, help="files in the corpus")
+    parser.add_argument("--rounds", type=int, default=200, help="queries in the alternating latency phase")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=20, help="length of one throughput phase")
+    parser.add_argument("--phases", type=int, default=2, help="throughput phases per server and request")
+    parser.add_argument("--workers", type=int, default=2, help="ovsite gunicorn workers")
+    parser.add_argument("--threads", type=int, default=2, help="ovsite gunicorn threads per worker")
+    parser.add_argument("--database", default="ovsite_bench_vs_openviking")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    common.BENCH_DB = args.database
+    os.environ["OVSITE_PG_DATABASE"] = args.database
+    command = (".venv/bin/python bench/vs_openviking/run.py " + " ".join(sys.argv[1:])).strip()
+    result = run(args)
+    result["clients"] = args.clients
+    section = render(result, command)
+    print(section)
+    if not args.no_write:
+        assembly_latency.write_section(section, SECTION_BEGIN, SECTION_END)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

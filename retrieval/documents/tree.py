@@ -1,0 +1,98 @@
+"""The neutral section tree every format produces, and the pass that shapes it into stored sections."""
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+SECTION_MAX_CHARS = 4000  # a section above this is split at paragraph boundaries
+SECTION_MIN_CHARS = 200  # a section whose body is shorter is merged into its next neighbour
+SLUG_MAX_CHARS = 48
+_SENTENCE_END = re.compile(r"(?<=[。！？.!?])")
+_SLUG_DROP = re.compile(r"[^\w]+")
+
+
+@dataclass
+class Section:
+    title: str
+    level: int
+    text: str  # the section's own text, its heading line included
+    children: list["Section"] = field(default_factory=list)
+
+
+def flatten(root: list[Section]) -> list[Section]:
+    """Sections in document order, children after their parent, each without children."""
+    out = []
+    for section in root:
+        out.append(Section(section.title, section.level, section.text))
+        out.extend(flatten(section.children))
+    return out
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters: paragraphs first, then sentences (CJK text has no spaces
+    but has 。！？), then a hard cut."""
+    if len(text) <= limit:
+        return [text]
+    units = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if len(paragraph) <= limit:
+            units.append(paragraph)
+            continue
+        for sentence in _SENTENCE_END.split(paragraph):
+            units.extend(sentence[i:i + limit] for i in range(0, len(sentence), limit))
+    pieces, current = [], ""
+    for unit in units:
+        if current and len(current) + 2 + len(unit) > limit:
+            pieces.append(current)
+            current = unit
+        else:
+            current = f"{current}\n\n{unit}" if current else unit
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _body_length(section: Section) -> int:
+    lines = section.text.strip().splitlines()
+    return len("\n".join(lines[1:] if section.title and lines else lines).strip())
+
+
+def shape(sections: list[Section], min_chars: int = SECTION_MIN_CHARS) -> list[Section]:
+    """Small sections merged into the next one, long ones split to the size cap, empty ones dropped."""
+    merged: list[Section] = []
+    carry: Section | None = None
+    for section in sections:
+        if not section.text.strip():
+            continue
+        if carry is not None:
+            section = Section(carry.title, carry.level, f"{carry.text.rstrip()}\n\n{section.text.strip()}")
+            carry = None
+        if _body_length(section) < min_chars and len(section.text) < SECTION_MAX_CHARS:
+            carry = section
+            continue
+        merged.append(section)
+    if carry is not None:
+        if merged and len(merged[-1].text) + len(carry.text) <= SECTION_MAX_CHARS:
+            last = merged[-1]
+            merged[-1] = Section(last.title, last.level, f"{last.text.rstrip()}\n\n{carry.text.strip()}")
+        else:
+            merged.append(carry)
+    out = []
+    for section in merged:
+        pieces = _pieces(section.text.strip(), SECTION_MAX_CHARS)
+        for index, piece in enumerate(pieces):
+            title = section.title if len(pieces) == 1 else f"{section.title} ({index + 1}/{len(pieces)})"
+            out.append(Section(title, section.level, piece))
+    return out
+
+
+def slug(title: str) -> str:
+    """A readable URI segment of a title (`Restart the workers` → `restart-the-workers`); CJK letters are kept."""
+    text = unicodedata.normalize("NFKC", title).lower()
+    text = _SLUG_DROP.sub("-", text).strip("-_")
+    return text[:SLUG_MAX_CHARS].strip("-_") or "section"
+
+
+def section_names(sections: list[Section]) -> list[str]:
+    """`01-intro`, `02-restart-the-workers`, …: position first, so names sort in document order."""
+    width = max(2, len(str(len(sections))))
+    return [f"{index:0{width}d}-{slug(section.title)}" for index, section in enumerate(sections, 1)]

@@ -1,0 +1,45 @@
+"""Searches over the whole index run with their own `hnsw.ef_search`; per-bucket searches keep the connection's."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.conftest import hit_uris
+
+DEPLOY = "viking://user/default/memories/events/deploy.md"
+
+
+def _ef_statements(api, path, body) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        status, answer = api.post(path, body)
+    assert status == 200, answer
+    return [q["sql"] for q in queries.captured_queries if "hnsw.ef_search" in q["sql"]]
+
+
+@pytest.fixture
+def memory(api):
+    api.write(DEPLOY, "We deployed the billing service on Friday.")
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/search/find", {"query": "billing deploy"}),
+    ("/api/v1/search/search", {"query": "billing deploy", "mode": "list"}),
+    ("/api/v1/search/search", {"query": "billing deploy", "mode": "context"}),
+])
+def test_whole_index_searches_use_the_wide_ef_search(api, memory, settings, path, body):
+    settings.HNSW_WIDE_EF_SEARCH = 321
+    assert _ef_statements(api, path, body) == ["SET LOCAL hnsw.ef_search = 321"]
+
+
+def test_bucket_searches_keep_the_connection_ef_search(api, memory, settings):
+    settings.HNSW_WIDE_EF_SEARCH = 321
+    assert _ef_statements(api, "/api/v1/search/search",
+                          {"query": "billing deploy", "mode": "context", "purpose": "coding"}) == []
+
+
+def test_wide_ef_search_equal_to_the_connection_sets_nothing(api, memory, settings):
+    settings.HNSW_WIDE_EF_SEARCH = settings.HNSW_EF_SEARCH
+    assert _ef_statements(api, "/api/v1/search/find", {"query": "billing deploy"}) == []
+
+
+def test_wide_search_still_finds_the_memory(api, memory):
+    assert hit_uris(api.find("billing deploy")) == [DEPLOY]
