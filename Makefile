@@ -24,7 +24,9 @@ pg-stop:
 migrate: pg-start
 	$(PY) manage.py migrate --noinput
 
+# Stored token counts made with other weights or another family are recounted before serving (retrieval/recount.py).
 run: migrate
+	$(PY) manage.py recount_tokens --if-stale
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 test: pg-start

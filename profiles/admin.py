@@ -24,8 +24,8 @@ class PurposeProfileAdmin(admin.ModelAdmin):
 @admin.register(RetrievalSettings)
 class RetrievalSettingsAdmin(admin.ModelAdmin):
     list_display = ("__str__", "default_max_tokens", "context_score_threshold", "recall_score_threshold",
-                    "tokenizer_family", "updated_at")
-    readonly_fields = ("updated_at",)
+                    "tokenizer_family", "token_counts_version", "updated_at")
+    readonly_fields = ("token_counts_version", "updated_at")
 
     def has_add_permission(self, request):
         return not RetrievalSettings.objects.exists()

@@ -86,9 +86,13 @@ class RetrievalSettings(models.Model):
                                                            help_text="Default digest bullets (RFC: 6).")
     rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured.")
     tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
-                                        help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; "
-                                                  "cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family "
-                                                  "recounts every node's stored tokens in the background.")
+                                        help_text="Which tokenizer family max_tokens is counted in (default "
+                                                  "o200k: GPT-4o/4.1/5; cl100k: GPT-4/3.5; qwen; deepseek). "
+                                                  "Saving a new family recounts every node's stored tokens in "
+                                                  "the background.")
+    token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                            help_text="The profile version (family and weights) the stored token "
+                                                      "counts were made with; any other is recounted.")
     recall_event_retention_days = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
         help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
