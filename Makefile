@@ -24,8 +24,10 @@ pg-stop:
 migrate: pg-start
 	$(PY) manage.py migrate --noinput
 
-# ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py).
+# ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py). Stored token counts made with other
+# weights or another family are recounted before serving (retrieval/recount.py).
 run: migrate
+	$(PY) manage.py recount_tokens --if-stale
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
 
 # Headless Chromium and its driver from Debian for the console's browser test (tests/test_console_browser.py).

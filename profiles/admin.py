@@ -47,8 +47,8 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
     """The one settings row; every field's help text says what it does and its default, validators its range."""
 
     list_display = ("__str__", "default_max_tokens", "context_score_threshold", "recall_score_threshold",
-                    "tokenizer_family", "updated_at")
-    readonly_fields = ("updated_at",)
+                    "tokenizer_family", "token_counts_version", "updated_at")
+    readonly_fields = ("token_counts_version", "updated_at")
     actions = ["reset_to_rfc_defaults"]
     fieldsets = [
         ("Scores and budget", {"fields": ["context_score_threshold", "recall_score_threshold", "default_max_tokens",
@@ -63,7 +63,7 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
                                        "bootstrap_instructions_share", "bootstrap_working_state_days",
                                        "bootstrap_working_state_max", "bootstrap_continuity_max",
                                        "bootstrap_listing_max"]}),
-        ("Recall events", {"fields": ["record_recall_events", "recall_event_retention_days", "updated_at"]}),
+        ("Recall events", {"fields": ["record_recall_events", "recall_event_retention_days", "token_counts_version", "updated_at"]}),
     ]
 
     def has_add_permission(self, request):

@@ -99,6 +99,9 @@ class RetrievalSettings(models.Model):
     record_recall_events = models.BooleanField(
         default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
                                 "dashboard (default on; about a tenth of a millisecond each, bench/RESULTS.md).")
+    token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                            help_text="The profile version (family and weights) the stored token "
+                                                      "counts were made with; any other is recounted.")
     recall_event_retention_days = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
         help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
