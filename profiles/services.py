@@ -60,8 +60,10 @@ def roll_up_recall_events(*, now: dt.datetime | None = None) -> int:
 
 
 def reset_settings_to_rfc_defaults() -> RetrievalSettings:
-    """Every knob of the settings row back to its shipped (RFC) default; saved, so its signals run."""
-    row = RetrievalSettings(pk=1)
+    """Every knob of the settings row back to its shipped (RFC) default; saved, so its signals run. What the
+    stored token counts were made with is a fact, not a knob: it is kept, so only a change of family recounts."""
+    kept = RetrievalSettings.objects.filter(pk=1).values_list("token_counts_version", flat=True).first() or ""
+    row = RetrievalSettings(pk=1, token_counts_version=kept)
     row.save()
     return row
 
