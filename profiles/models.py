@@ -98,7 +98,7 @@ class RetrievalSettings(models.Model):
                                                   "recounts every node's stored tokens in the background.")
     record_recall_events = models.BooleanField(
         default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
-                                "dashboard (default on; about a tenth of a millisecond each, bench/RESULTS.md).")
+                                "dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).")
     recall_event_retention_days = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
         help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
