@@ -98,7 +98,7 @@ class RetrievalSettings(models.Model):
                                                   "recounts every node's stored tokens in the background.")
     record_recall_events = models.BooleanField(
         default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
-                                "dashboard (default on; about a tenth of a millisecond each, bench/RESULTS.md).")
+                                "dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).")
     token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
                                             help_text="The profile version (family and weights) the stored token "
                                                       "counts were made with; any other is recounted.")

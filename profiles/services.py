@@ -1,7 +1,6 @@
 """Writes of the console: recall events (one per context request), their daily roll-up, and the RFC reset."""
 import datetime as dt
 import logging
-from contextlib import nullcontext
 
 from django.db import connection, transaction
 from django.db.models import Count, F, Sum
@@ -22,9 +21,14 @@ def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, l
     """One RecallEvent from a context result's stats. Accounting never fails the request it accounts for."""
     tiers = stats["tier_counts"]
     try:
-        # Inside a transaction (tests, ATOMIC_REQUESTS) a failed INSERT must not abort the caller's work; in
-        # autocommit, the usual case, a savepoint would cost two more round trips for nothing.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+        # A transaction of its own, committed without waiting for the WAL flush: an event lost in a crash costs a
+        # dashboard point, the flush added ~1 ms more per request (bench/RESULTS.md, recall_events). Inside a caller's transaction
+        # (tests, ATOMIC_REQUESTS) it is a savepoint instead, and the caller's durability is left alone.
+        nested = connection.in_atomic_block
+        with transaction.atomic():
+            if not nested:
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
             RecallEvent.objects.create(
                 endpoint=endpoint, purpose=stats["purpose"] or "", account_id=account_id or None,
                 max_tokens=stats["max_tokens"], used_tokens=stats["used_tokens"], candidates=stats["candidates"],

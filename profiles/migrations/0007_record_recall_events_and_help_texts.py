@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrievalsettings',
             name='record_recall_events',
-            field=models.BooleanField(default=True, help_text='Record one recall event per /search context and /recall request, for the traffic dashboard (default on; about a tenth of a millisecond each, bench/RESULTS.md).'),
+            field=models.BooleanField(default=True, help_text='Record one recall event per /search context and /recall request, for the traffic dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).'),
         ),
         migrations.AlterField(
             model_name='purposeprofile',
