@@ -121,6 +121,20 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
     return fresh
 
 
+def _store_pending(caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now,
+                   profile) -> Context:
+    """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
+    if row is None:
+        row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind=kind,
+                      context_type=target.context_type, category=target.category, owner=target.owner,
+                      created_at=now)
+    row.content, row.content_hash, row.tags = content, digest, tags
+    row.content_tokens = estimate_tokens(content, profile)
+    row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
+    row.save()
+    return row
+
+
 def _write_document(caller: Caller, target: VikingUri, row: Context | None, content: str, digest: str,
                     tags: list[str], sections: list[tuple[str, Section]], now, profile) -> list[str]:
     """The document node (a directory holding the whole text, so `content/read` still returns it) and its
@@ -128,14 +142,7 @@ def _write_document(caller: Caller, target: VikingUri, row: Context | None, cont
     if row is not None and row.kind == "file":
         row.delete()  # a note that grew a second section becomes a document under the same URI
         row = None
-    if row is None:
-        row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind="dir",
-                      context_type=target.context_type, category=target.category, owner=target.owner,
-                      created_at=now)
-    row.content, row.content_hash, row.tags = content, digest, tags
-    row.content_tokens = estimate_tokens(content, profile)
-    row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
-    row.save()
+    row = _store_pending(caller, row, target, "dir", content, digest, tags, now, profile)
     return [target.uri, *_replace_sections(caller, row, sections, now, profile)]
 
 
@@ -191,14 +198,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
                 Context.objects.filter(account_id=caller.account_id, parent_uri=row.uri).delete()
                 row.delete()
                 row = None
-            if row is None:
-                row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind="file",
-                              context_type=target.context_type, category=target.category, owner=target.owner,
-                              created_at=now)
-            row.content, row.content_hash, row.tags = content, digest, tags
-            row.content_tokens = estimate_tokens(content, profile)
-            row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
-            row.save()
+            _store_pending(caller, row, target, "file", content, digest, tags, now, profile)
             processing.append(target.uri)
         task = _new_task(caller, kind, processing)
         _schedule(task)
