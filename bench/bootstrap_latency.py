@@ -184,9 +184,7 @@ def main() -> int:
     args = parser.parse_args()
     command = ".venv/bin/python bench/bootstrap_latency.py " + shlex.join(sys.argv[1:])
     section = render(run(args), command.strip())
-    print(section)
-    if not args.no_write:
-        assembly_latency.write_section(section, SECTION_BEGIN, SECTION_END)
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

@@ -115,7 +115,7 @@ def render(result: dict, command: str) -> str:
               f"ef_search one bucket scan costs about {per_scan:.2f} ms, {per_scan / result['find']:.2f}× the "
               "whole-index /find statement: an HNSW traversal's cost is set by ef_search and the graph's degree more "
               "than by the graph's size. A purpose's SQL therefore grows with its bucket count, and lowering "
-              "ef_search trades recall for less time than it saves; this, not Python, is what keeps the assembly "
+              "ef_search buys time only with recall (the rows above); this, not Python, is what keeps the assembly "
               "overhead with a purpose above 3 ms (bench/assembly_latency.py).",
               SECTION_END]
     return "\n".join(lines) + "\n"
@@ -129,8 +129,7 @@ def main() -> int:
     result = run(args)
     command = ".venv/bin/python bench/bucket_scans.py " + " ".join(sys.argv[1:])
     section = render(result, command.strip())
-    print(section)
-    assembly_latency.write_section(section, SECTION_BEGIN, SECTION_END)
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END)
     return 0
 
 
