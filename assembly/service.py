@@ -16,13 +16,13 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
 
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
-           actor_peer: str = "", endpoint: str = "search") -> tuple[dict, Timings]:
+           actor_peer: str = "", endpoint: str = "search", settings_row=None) -> tuple[dict, Timings]:
     """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records."""
     if data["mode"] == "list":
         return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
                      query_expansion=data["query_expansion"])
     started = time.perf_counter()
-    settings_row = current_settings()
+    settings_row = settings_row or current_settings()  # /recall has read it already for its defaults
     if data["mode"] == "bootstrap":
         params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
         return assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
@@ -73,12 +73,11 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
     return result, timings
 
 
-def recall_request(raw: dict) -> tuple[dict, tuple[str, ...]]:
+def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...]]:
     """/recall's whole difference from context mode: its four defaults and the v1 aliases (RFC §3.1)."""
     if not isinstance(raw, dict):
         return raw, ()  # the request validation answers 422 for a non-object body
     body = dict(raw)
-    settings_row = current_settings()
     deprecated = []
     if "max_chars" in body:
         deprecated.append("max_chars")

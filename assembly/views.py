@@ -10,6 +10,7 @@ from assembly.params import ASSEMBLY_FIELDS, BOOTSTRAP_FIELDS, BOOTSTRAP_IGNORED
 from ovsite.api import parse
 from ovsite.envelope import ok
 from profiles.models import BUCKETS, TIERS, validate_quotas
+from profiles.selectors import current_settings
 from retrieval.views import FindRequest, find_query_from
 
 log = logging.getLogger(__name__)
@@ -98,18 +99,21 @@ class SearchRequest(FindRequest):
         return data
 
 
-def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search"):
+def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
+               settings_row=None):
     """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
     data = parse(SearchRequest, body)
     return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
-                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint)
+                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint,
+                          settings_row=settings_row)
 
 
 def run_recall(*, caller, body, actor_peer: str = ""):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
-    body, deprecated = service.recall_request(body)
+    settings_row = current_settings()  # one read serves the preset's defaults and the search
+    body, deprecated = service.recall_request(body, settings_row)
     result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
-                                 endpoint="recall")
+                                 endpoint="recall", settings_row=settings_row)
     return result, timings, deprecated
 
 
