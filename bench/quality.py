@@ -88,7 +88,8 @@ def measure(base_url: str, api_key: str | None = None) -> dict:
                         rows.append({"language": question.language, "deep": question.deep,
                                      "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
                                      "answer": question.answer in result["rendered"],
-                                     "used": result["stats"]["used_tokens"], "entries": len(uris)})
+                                     "used": (result.get("stats") or {}).get("used_tokens"),
+                                     "entries": len(uris)})
                     cells[(max_tokens, detail)] = rows
         finally:
             remove_corpus(client)
@@ -100,6 +101,12 @@ def _rate(rows: list[dict], key: str, language: str | None = None, deep: bool | 
               and (deep is None or row["deep"] == deep)]
     hits = sum(row[key] for row in chosen)
     return f"{hits}/{len(chosen)} ({hits / len(chosen):.0%})"
+
+
+def _median_used(rows: list[dict]) -> str:
+    """Median used tokens; '—' for a server whose answer does not report them."""
+    used = [row["used"] for row in rows if row["used"] is not None]
+    return f"{statistics.median(used):.0f}" if used else "—"
 
 
 def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BEGIN, SECTION_END),
@@ -125,7 +132,7 @@ def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BE
             lines.append(f"| {label} | {run['nodes']} | {max_tokens} | {detail} | {_rate(rows, 'gold')} | "
                          f"{_rate(rows, 'answer')} | {_rate(rows, 'answer', 'en')} | {_rate(rows, 'answer', 'zh')} | "
                          f"{_rate(rows, 'answer', deep=False)} | {_rate(rows, 'answer', deep=True)} | "
-                         f"{statistics.median(r['used'] for r in rows):.0f} | "
+                         f"{_median_used(rows)} | "
                          f"{statistics.median(r['entries'] for r in rows):.0f} |")
     lines += ["", "Resources stay capped at `abstract` (RFC §3.4, `resource_detail_cap`), so `full` renders what "
               "`abstract` does; a document node is a directory and may reach `overview` (its outline). "

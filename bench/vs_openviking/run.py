@@ -13,8 +13,12 @@
    for processing with `POST /api/v1/system/wait`.
 5. Sends /find, /search list, /search context (1600 tokens, without and with `purpose`) and /recall for each
    query to both servers in turn (the order flips every query), then 8 concurrent clients per server, the two
-   servers alternating phase by phase; prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its
-   section of bench/RESULTS.md.
+   servers alternating phase by phase; the first search-context phase of each server runs under py-spy
+   (`--no-profile` skips it). "recall, same request" sends one explicit body to both servers (OpenViking's own
+   preset spelled out), so that row compares equal work.
+6. bench/quality.py's corpus and questions on both servers, on top of the corpus above (`--no-quality` skips it):
+   gold in entries and answer in rendered at 400 and 1600 tokens.
+Prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its section of bench/RESULTS.md.
 """
 import argparse
 import datetime as dt
@@ -35,6 +39,7 @@ import assembly_latency  # noqa: E402
 import corpus  # noqa: E402
 import measure  # noqa: E402
 import openviking_server  # noqa: E402
+import quality  # noqa: E402
 
 SECTION_BEGIN, SECTION_END = "<!-- vs_openviking:begin -->", "<!-- vs_openviking:end -->"
 GOAL_CONTEXT_RATIO, GOAL_THROUGHPUT = 0.2, 5.0
@@ -114,14 +119,29 @@ def run(args) -> dict:
             warm(client, queries)
         common.log(f"alternating latency: {args.rounds} rounds of {names}")
         out["latency"] = measure.alternating(clients, names, queries, args.rounds)
-        out["throughput"] = {}
+        out["throughput"], out["profile"] = {}, {}
+        servers = {"ovsite": ovsite, "OpenViking": openviking}
         for name in [n for n in THROUGHPUT_REQUESTS if n in names]:
             phases = {s: [] for s in clients}
-            for _ in range(args.phases):
-                for server, url in (("ovsite", ovsite.url), ("OpenViking", openviking.url)):
+            for phase in range(args.phases):
+                for server, process in servers.items():
                     common.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
-                    phases[server].append(measure.throughput(url, name, queries, args.clients, args.seconds))
+                    # The first search-context phase runs under py-spy: where each server's CPU goes.
+                    spy = (measure.profile(process.proc.pid, args.seconds, workdir / f"{server}.collapsed")
+                           if args.profile and name == "search context" and phase == 0 else None)
+                    phases[server].append(measure.throughput(process.url, name, queries, args.clients,
+                                                             args.seconds))
+                    if spy is not None:
+                        spy.wait(timeout=args.seconds + 60)
+                        out["profile"][server] = measure.profile_summary(workdir / f"{server}.collapsed")
             out["throughput"][name] = phases
+        out["quality"] = {}
+        for server, url in (("ovsite", ovsite.url), ("OpenViking", openviking.url)) if args.quality else ():
+            common.log(f"quality corpus on {server}")
+            try:
+                out["quality"][server] = quality.measure(url)
+            except (RuntimeError, KeyError, TypeError) as error:  # a server that does not take the corpus
+                out["quality"][server] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
         common.log(f"model server alone, {args.clients} clients, {args.seconds}s")
         out["model_throughput"] = measure.model_throughput(model_url, queries, args.clients, args.seconds)
         out["rss_mb"] = {"OpenViking": openviking.rss_mb(),
@@ -204,6 +224,8 @@ def render(r: dict, command: str) -> str:
               f"{model['cpu_busy']:.0%}. It encodes one request at a time (`_ENCODE_LOCK` in tests/fake_openai.py: "
               "concurrent numpy encodes under one GIL are slower, not faster), so this is the ceiling of any "
               "OpenViking request that embeds its query."]
+    lines += _profile_lines(r["profile"], r["clients"])
+    lines += _quality_lines(r["quality"])
     lines += ["", f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
               f"OpenViking {r['rss_mb']['OpenViking']} MB (the model server, shared, not counted).", ""]
     if "search context" in lat["ovsite"]:
@@ -225,6 +247,42 @@ def render(r: dict, command: str) -> str:
                      f"({rps['search context']:.1f}×).")
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
+
+
+def _profile_lines(profiles: dict, clients: int) -> list[str]:
+    """py-spy's view of the first search-context throughput phase (non-idle samples of the server's processes)."""
+    lines = []
+    for server, p in profiles.items():
+        if not p:
+            lines += ["", f"Profile of {server}: no samples (py-spy could not attach)."]
+            continue
+        buckets = ", ".join(f"{k} {v:.0%}" for k, v in p["buckets"].items())
+        own = "; ".join(f"`{k}` {v:.0%}" for k, v in p["own"])
+        lines += ["", f"Profile of {server} under {clients} search-context clients (py-spy record --subprocesses, "
+                  f"200 Hz, {p['samples']:,} non-idle samples): {buckets}. Most samples of their own: {own}."]
+    return lines
+
+
+def _quality_lines(runs: dict) -> list[str]:
+    """bench/quality.py's figures for both servers, measured in this run on top of the side-by-side corpus."""
+    if not runs:
+        return []
+    lines = ["", f"Quality (bench/quality.py's corpus and questions, {len(quality.QUESTIONS)} EN/ZH questions whose "
+             "answers sit deep in 8 documents, uploaded to each server with `POST /api/v1/resources/temp_upload` + "
+             "`POST /api/v1/resources {wait}` on top of the corpus above and removed afterwards; `/search "
+             "mode=\"context\"`, no purpose): gold in entries = an entry is the gold document or one of its "
+             "sections; answer in rendered = the answer string appears verbatim in `rendered`.", "",
+             "| server | nodes | max_tokens | detail | gold in entries | answer in rendered | used tokens p50 | "
+             "entries p50 |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+    for server, run in runs.items():
+        if "error" in run:
+            lines.append(f"| {server} | n/a | | | | | | {run['error']} |")
+            continue
+        for (max_tokens, detail), rows in run["cells"].items():
+            lines.append(f"| {server} | {run['nodes']} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
+                         f"{quality._rate(rows, 'answer')} | {quality._median_used(rows)} | "
+                         f"{common.median([r['entries'] for r in rows]):.0f} |")
+    return lines
 
 
 def _busy(phases: list[dict]) -> str:
@@ -261,6 +319,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="ovsite gunicorn workers")
     parser.add_argument("--threads", type=int, default=2, help="ovsite gunicorn threads per worker")
     parser.add_argument("--database", default="ovsite_bench_vs_openviking")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="skip py-spy on the first search-context throughput phase")
+    parser.add_argument("--no-quality", dest="quality", action="store_false",
+                        help="skip bench/quality.py's corpus on both servers")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     common.BENCH_DB = args.database
