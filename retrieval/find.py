@@ -154,30 +154,48 @@ HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
 
 
 def nearest_select(where: Predicate, vector: str, columns: tuple[str, ...], limit: int, label: str = "",
-                   gate: bool = False) -> Predicate:
+                   gate: bool = False, only_if: Predicate | None = None) -> Predicate:
     """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order).
 
     With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
-    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
+    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there.
+    `only_if` is another uncorrelated condition, likewise decided before the scan starts."""
     selected = ", ".join(f'"retrieval_context"."{column}"' for column in columns)
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
+    only_if_sql = f" AND ({only_if.sql})" if only_if else ""
     sql = (f'(SELECT {selected}, ("retrieval_context"."embedding" <=> %s::vector) AS distance, %s AS bucket '
-           f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)')
-    params = (vector, label) + where.params + (where.params if gate else ()) + (limit,)
+           f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql}{only_if_sql} ORDER BY distance LIMIT %s)')
+    params = ((vector, label) + where.params + (where.params if gate else ()) + (only_if.params if only_if else ())
+              + (limit,))
     return Predicate(sql, params)
 
 
-def fetch_union(selects: list[Predicate], ef_search: int | None = None) -> list[dict]:
-    """All selects in one statement (UNION ALL): one round trip, rows as dicts. `ef_search` other than the
-    connection's applies to this statement only (SET LOCAL in its own transaction)."""
+def bucket_label() -> Predicate:
+    """SQL naming each row's bucket (NULL outside every bucket), from the same conditions as the partial indexes."""
+    cases = [bucket_predicate(bucket) for bucket in BUCKET_CONDITIONS]
+    sql = " ".join(f"WHEN {case.sql} THEN %s" for case in cases)
+    params = tuple(param for case, bucket in zip(cases, BUCKET_CONDITIONS) for param in (*case.params, bucket))
+    return Predicate(f"CASE {sql} END", params)
+
+
+def fetch_union(selects: list[Predicate], ef_search: int | None = None,
+                common: tuple[Predicate, ...] = ()) -> list[dict]:
+    """All selects in one statement (UNION ALL): one round trip, rows as dicts. `common` are the statement's
+    named subqueries (`name AS (…)` of its WITH clause). `ef_search` other than the connection's applies to this
+    statement only (SET LOCAL in its own transaction)."""
     if not selects:
         return []
-    sql = " UNION ALL ".join(select.sql for select in selects)
-    params = [param for select in selects for param in select.params]
+    sql, params = union_statement(selects, common)
     if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
         return _fetch(sql, params, None)
     with transaction.atomic():
         return _fetch(sql, params, int(ef_search))
+
+
+def union_statement(selects: list[Predicate], common: tuple[Predicate, ...] = ()) -> tuple[str, list]:
+    with_sql = f"WITH {', '.join(part.sql for part in common)} " if common else ""
+    sql = with_sql + " UNION ALL ".join(select.sql for select in selects)
+    return sql, [param for part in (*common, *selects) for param in part.params]
 
 
 def _fetch(sql: str, params: list, ef_search: int | None) -> list[dict]:
