@@ -105,8 +105,8 @@ def build(conn, m: int, efc: int, mwm: str) -> dict:
     def notice(diagnostic) -> None:
         notices.append(diagnostic.message_primary)
 
-    conn.add_notice_handler(notice)
     conn.execute("DROP INDEX IF EXISTS hnsw_sweep_embedding")
+    conn.add_notice_handler(notice)  # the build's notices only (e.g. a graph that outgrows maintenance_work_mem)
     started = time.perf_counter()
     with conn.transaction():
         conn.execute(f"SET LOCAL maintenance_work_mem = '{mwm}'")

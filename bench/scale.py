@@ -205,11 +205,22 @@ def query_vectors() -> "np.ndarray":
     return np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
 
 
-def exact_top10(args) -> ExactTop10:
-    """For --reuse: the loaded vectors again (deterministic), without loading them."""
+def exact_top10(args, conn) -> ExactTop10:
+    """For --reuse: the loaded vectors again (deterministic; the base from the cache, no text generated), each
+    with the URI of the row it went into (ids are the load order: the load restarts the identity)."""
+    import numpy as np
+
+    from retrieval.embedders import get_embedder
+
+    uris = [uri for (uri,) in conn.execute("SELECT uri FROM retrieval_context ORDER BY id")]
+    base = min(args.base, len(uris))
+    real = np.load(cache_file(get_embedder().model, base), mmap_mode="r")[:base].copy()
     exact = ExactTop10(query_vectors())
-    for nodes, vectors in node_blocks(args.size, args.base, args.seed, args.noise, args.derive):
-        exact.add([n["uri"] for n in nodes], vectors)
+    for start in range(0, base, BLOCK):  # the blocks of node_blocks: the base, then derived ones after it
+        exact.add(uris[start:min(start + BLOCK, base)], real[start:start + BLOCK])
+    for start in range(base, len(uris), BLOCK):
+        count = min(BLOCK, len(uris) - start)
+        exact.add(uris[start:start + count], derived_vectors(real, start, count, args.seed, args.noise, args.derive))
     return exact
 
 
@@ -442,7 +453,7 @@ def main() -> int:
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
     conn = common.raw_connection()
-    loaded, exact = (None, exact_top10(args)) if args.reuse else load(args, account.id, conn)
+    loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     lats = [latency(args, tmp, exact, ef, settings.HNSW_EF_SEARCH) for ef in
             dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]

@@ -145,20 +145,26 @@ def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen:
                              "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+# Leaves py-spy counts as busy that are a process waiting for work: gunicorn's arbiter, an idle pool thread.
+WAITING = ("wait_for_signals (gunicorn/arbiter.py", "_worker (concurrent/futures/thread.py")
+
+
 def profile_summary(collapsed: Path, top: int = 8) -> dict:
     """Shares of the samples per PROFILE_BUCKETS and the functions with the most samples of their own."""
     buckets: dict[str, int] = {}
     own: dict[str, int] = {}
     total = 0
-    for line in collapsed.read_text().splitlines():
+    for line in (collapsed.read_text() if collapsed.exists() else "").splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack:
             continue
         n = int(count)
+        leaf = stack.rsplit(";", 1)[-1]
+        if leaf.startswith(WAITING):
+            continue
         total += n
         bucket = next((name for name, needle in PROFILE_BUCKETS if needle in stack), "other")
         buckets[bucket] = buckets.get(bucket, 0) + n
-        leaf = stack.rsplit(";", 1)[-1]
         own[leaf] = own.get(leaf, 0) + n
     return {"samples": total, "buckets": {k: v / total for k, v in sorted(buckets.items(), key=lambda x: -x[1])},
             "own": [(k, v / total) for k, v in sorted(own.items(), key=lambda x: -x[1])[:top]]} if total else {}

@@ -23,6 +23,7 @@ Prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its section
 import argparse
 import datetime as dt
 import os
+import pickle
 import platform
 import subprocess
 import sys
@@ -140,7 +141,7 @@ def run(args) -> dict:
             common.log(f"quality corpus on {server}")
             try:
                 out["quality"][server] = quality.measure(url)
-            except (RuntimeError, KeyError, TypeError) as error:  # a server that does not take the corpus
+            except (RuntimeError, KeyError, TypeError, httpx.HTTPError) as error:  # a server refusing the corpus
                 out["quality"][server] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
         common.log(f"model server alone, {args.clients} clients, {args.seconds}s")
         out["model_throughput"] = measure.model_throughput(model_url, queries, args.clients, args.seconds)
@@ -330,6 +331,8 @@ def main() -> int:
     command = (".venv/bin/python bench/vs_openviking/run.py " + " ".join(sys.argv[1:])).strip()
     result = run(args)
     result["clients"] = args.clients
+    # The figures survive a rendering error: `render(pickle.load(...), command)` again from the workdir.
+    (Path(result["workdir"]) / "result.pickle").write_bytes(pickle.dumps(result))
     section = render(result, command)
     assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
