@@ -75,7 +75,9 @@ def run(args) -> dict:
     from retrieval.find import (FindQuery, HIT_COLUMNS, bucket_predicate, nearest_select, scope_predicate,
                                 union_statement, vector_literal)
 
-    if not (args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]):
+    if args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]:
+        assembly_latency.migrate_reused()
+    else:
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
     quotas = purpose_profile("coding").quotas
     account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
