@@ -34,30 +34,11 @@ ENDPOINTS = {
 
 
 def run(args) -> dict:
-    import django
-
-    django.setup()
     import httpx
-    from django.conf import settings
-    from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
-    from profiles.models import RecallEvent, RetrievalSettings
+    _, conn = assembly_latency.load_bench_corpus(args.size)
+    from profiles.models import RecallEvent, RetrievalSettings  # once Django is set up
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), DB)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
-    conn = corpus.raw_connection()
-    bucket_indexes = assembly_latency._bucket_index_sql()
-    for name in bucket_indexes:
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
-    corpus.load(args.size, account.id, conn, dt.datetime.now(dt.timezone.utc))
-    with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        for sql in bucket_indexes.values():
-            conn.execute(sql)
     conn.execute(f"TRUNCATE {RecallEvent._meta.db_table}")
     settings_table = RetrievalSettings._meta.db_table
 
