@@ -3,24 +3,14 @@ works on the API at once, a revoked key is refused at once, the plain key is kep
 error, and every change is in the admin history."""
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
-from django.contrib.auth.models import User
 from django.db import connection
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.urls import reverse
 
 from ovsite.models import Account, AccountUser, ApiKey, hash_key
 
 ROOT_KEY = "root-key-for-the-console-tests"  # with a root key set, a bad key is 401 (no dev-mode fallback)
 FIND = "/api/v1/search/find"
-
-
-@pytest.fixture
-def operator(seeded):
-    user = User.objects.create_superuser("operator", "op@example.com", "pw-operator")
-    client = Client()
-    client.force_login(user)
-    client.user = user
-    return client
 
 
 @pytest.fixture
