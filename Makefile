@@ -25,9 +25,11 @@ migrate: pg-start
 	$(PY) manage.py migrate --noinput
 
 # ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py). Stored token counts made with other
-# weights or another family are recounted before serving (retrieval/recount.py).
+# weights or another family are recounted before serving (retrieval/recount.py); console_login says how to log in to
+# /admin/ (creating the superuser from DJANGO_SUPERUSER_* when set).
 run: migrate
 	$(PY) manage.py recount_tokens --if-stale
+	$(PY) manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
 
 # Headless Chromium and its driver from Debian for the console's browser test (tests/test_console_browser.py).

@@ -15,6 +15,11 @@ ALLOWED_HOSTS = env.list("OVSITE_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 
 # Auth: without a root key the server runs in dev mode (account/user "default", loopback callers only).
 OVSITE_ROOT_API_KEY = env.str("OVSITE_ROOT_API_KEY", default="")
+# The admin console's first login, created by `make run` (manage.py console_login) when name and password are set:
+# Django's own variables, which `createsuperuser --noinput` reads (the password only there).
+DJANGO_SUPERUSER_USERNAME = env.str("DJANGO_SUPERUSER_USERNAME", default="")
+DJANGO_SUPERUSER_EMAIL = env.str("DJANGO_SUPERUSER_EMAIL", default="")
+DJANGO_SUPERUSER_PASSWORD_SET = bool(env.str("DJANGO_SUPERUSER_PASSWORD", default=""))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
