@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
+.PHONY: run test install test-services pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -27,7 +27,12 @@ migrate: pg-start
 run: migrate
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
-test: pg-start
+# The fault tests start their own redis-server (a real Celery broker, tests/test_faults.py): Debian's package.
+test-services:
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends redis-server; }
+
+test: pg-start test-services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: migrate

@@ -127,6 +127,9 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis holds a delivered, unacknowledged task this long before handing it to another worker (a worker killed
+# mid-task). It must exceed the longest task, or a slow task runs twice; kombu's default is one hour.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("OVSITE_CELERY_VISIBILITY_TIMEOUT_S", default=3600)}
 
 # Limits on what one request may write.
 OVSITE_MAX_CONTENT_BYTES = env.int("OVSITE_MAX_CONTENT_BYTES", default=2 * 1024 * 1024)
