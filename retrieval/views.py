@@ -1,5 +1,6 @@
 """HTTP views of the store and the retrieval primitive: parse, call one service, wrap in the envelope."""
 from django.conf import settings
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
@@ -15,6 +16,8 @@ from retrieval.waiting import queue_status, wait_for_tasks
 TELEMETRY = serializers.JSONField(required=False)
 
 
+@extend_schema_field({"oneOf": [{"type": "integer", "enum": [1, 2]},
+                               {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}]})
 class LevelField(serializers.Field):
     def to_internal_value(self, data):
         values = data if isinstance(data, list) else [data]
@@ -72,6 +75,7 @@ def find_query_from(data: dict) -> FindQuery:
     )
 
 
+@extend_schema(request=FindRequest)
 @api_view(["POST"])
 def find_view(request):
     timings = Timings()
