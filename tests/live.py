@@ -86,11 +86,11 @@ def wait_until(predicate, timeout_s: float, what: str, process: Process | None =
                          + (f":\n{process.tail()}" if process else ""))
 
 
-def start_ovsite(log_dir: Path, env: dict, threads: int = 8) -> tuple[Process, str]:
-    """ovsite under gunicorn (one gthread worker), as deployed; returns it and its base URL once /health answers."""
+def start_ovsite(log_dir: Path, env: dict, threads: int = 8, workers: int = 1) -> tuple[Process, str]:
+    """ovsite under gunicorn (gthread workers), as deployed; returns it and its base URL once /health answers."""
     port = free_port()
     process = Process("gunicorn", [sys.executable, "-m", "gunicorn", "ovsite.wsgi", "--bind", f"127.0.0.1:{port}",
-                                   "--workers", "1", "--worker-class", "gthread", "--threads", str(threads),
+                                   "--workers", str(workers), "--worker-class", "gthread", "--threads", str(threads),
                                    "--timeout", "60"], env, log_dir)
     url = f"http://127.0.0.1:{port}"
 

@@ -11,9 +11,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -27,6 +29,8 @@ from tests.fake_openai import FakeOpenAI
 from tests.live import ROOT, child_env, database_env, start_celery_worker, start_ovsite, start_redis, wait_until
 
 THREADS = 8
+# A regression that hangs fails here instead of stalling the suite (pytest-timeout; setup and teardown included).
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
@@ -187,19 +191,37 @@ def test_worker_killed_mid_task_is_redelivered_and_the_write_completes_once(stac
 # PostgreSQL restarted under load -----------------------------------------------------------------------------
 
 CONNECT_TIMEOUT_S = 2
+REQUEST_TIMEOUT_S = 10
 
 
 @pytest.fixture
-def own_postgres(tmp_path):
-    """A throwaway embedded PostgreSQL with ovsite's schema; the shared server of the suite is never touched."""
-    pgdata = tmp_path / "pg"
-    socket_dir = embedded_pg.start(pgdata, "ovsite")
-    database_url = f"postgres://{embedded_pg.POSTGRES_USER}@/ovsite?host={socket_dir}"  # a unix socket
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-                   env=child_env(DATABASE_URL=database_url), check=True, cwd=ROOT, timeout=120)
-    yield pgdata, database_url
-    embedded_pg.stop(pgdata)
-    shutil.rmtree(pgdata, ignore_errors=True)
+def own_postgres():
+    """A throwaway embedded PostgreSQL with ovsite's schema; the shared server of the suite is never touched.
+
+    Its folder is not under pytest's tmp_path: every pytest session on the machine resets /tmp/pytest-of-<user> to
+    mode 0700, and the server runs as its own system user, which would then lose its data folder (pg_ctl fails)."""
+    folder = Path(tempfile.mkdtemp(prefix="ovsite-faults-pg-"))
+    pgdata = folder / "pg"
+    try:
+        socket_dir = embedded_pg.start(pgdata, "ovsite")
+        database_url = f"postgres://{embedded_pg.POSTGRES_USER}@/ovsite?host={socket_dir}"  # a unix socket
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+                       env=child_env(DATABASE_URL=database_url), check=True, cwd=ROOT, timeout=120)
+        yield pgdata, database_url
+    finally:
+        embedded_pg.stop(pgdata)
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(embedded_pg.socket_dir_for(pgdata), ignore_errors=True)
+
+
+def _pg_ctl(action: str, pgdata: Path) -> None:
+    """Stops or starts the throwaway server from a fresh interpreter, not from this process: pg_ctl runs as the
+    server's system user, which makes Python fork() (not vfork), and a fork while the fake server's thread is inside
+    an OpenBLAS call deadlocks in OpenBLAS' at-fork handler (blas_thread_shutdown_) - the test then hangs for good."""
+    assert pgdata.parent.name.startswith("ovsite-faults-pg-"), pgdata  # never the suite's shared server
+    call = "embedded_pg.start(pgdata, 'ovsite')" if action == "start" else "embedded_pg.stop(pgdata)"
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from ovsite import embedded_pg; "
+                    f"pgdata = Path(sys.argv[1]); {call}", str(pgdata)], cwd=ROOT, check=True, timeout=90)
 
 
 LOAD = [
@@ -212,13 +234,19 @@ LOAD = [
 
 
 def _load(url: str, stop: threading.Event, log: list) -> None:
-    with httpx.Client(base_url=url, timeout=30) as client:
+    """One client: the LOAD routes in turn until `stop`. A request that gets no answer in REQUEST_TIMEOUT_S is
+    logged with status None (and fails the test) instead of ending the client."""
+    with httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as client:
         n = 0
         while not stop.is_set():
             method, path, body = LOAD[n % len(LOAD)]
             n += 1
             started = time.monotonic()
-            response = client.post(path, json=body) if method == "post" else client.get(path)
+            try:
+                response = client.post(path, json=body) if method == "post" else client.get(path)
+            except httpx.TimeoutException as exc:
+                log.append((started, time.monotonic(), path, None, {"timeout": repr(exc)}))
+                continue
             log.append((started, time.monotonic(), path, response.status_code, response.json()))
 
 
@@ -228,7 +256,8 @@ def test_postgres_restart_under_load_is_503_then_recovers_without_restarting_ovs
                     EMBEDDING_URL=fake.url, EMBEDDING_MODEL="fake-embedding", OVSITE_QUERY_VECTOR_CACHE=0)
     web, url = start_ovsite(tmp_path, env, threads=THREADS)
     try:
-        write = httpx.post(url + "/api/v1/content/write", json={"uri": NOTE, "content": "Kafka lag alerts."})
+        write = httpx.post(url + "/api/v1/content/write", json={"uri": NOTE, "content": "Kafka lag alerts."},
+                           timeout=60)  # the worker's first write imports and warms up on a busy machine
         assert write.status_code == 200, write.text
         log: list = []
         stop = threading.Event()
@@ -237,17 +266,22 @@ def test_postgres_restart_under_load_is_503_then_recovers_without_restarting_ovs
             client.start()
         try:
             wait_until(lambda: len(log) >= 4 * THREADS, 30, "warm-up requests", web)
-            embedded_pg.stop(pgdata)
+            _pg_ctl("stop", pgdata)
             down_at = time.monotonic()
             wait_until(lambda: sum(1 for e in log if e[0] > down_at) >= 4 * THREADS, 30, "requests during outage",
                        web)
             restart_at = time.monotonic()
-            embedded_pg.start(pgdata, "ovsite")
-            wait_until(lambda: _recovered(log, restart_at), 30, "every route answering 200 again", web)
+            _pg_ctl("start", pgdata)
+            try:
+                wait_until(lambda: _recovered(log, restart_at), 30, "every route answering 200 again", web)
+            except AssertionError as exc:
+                answers = [(path, status, round(ended - started, 2)) for started, ended, path, status, _ in log
+                           if started > restart_at]
+                raise AssertionError(f"answers after the restart: {answers[-40:]}") from exc
         finally:
             stop.set()
             for client in clients:
-                client.join(30)
+                client.join(REQUEST_TIMEOUT_S + 5)
         assert web.popen.poll() is None and web.tail(100_000).count("Booting worker") == 1, web.tail()
     finally:
         web.stop()
