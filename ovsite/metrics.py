@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 access_log = logging.getLogger("ovsite.access")
 
 UNMATCHED_ROUTE = "<unmatched>"  # a 404 for no route: one label for all, so that random paths add no series
+METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}  # any other method counts as "other"
 
 
 def route_of(request) -> str:
@@ -49,8 +50,9 @@ class RequestMetricsMiddleware:
         response = self.get_response(request)
         elapsed = time.perf_counter() - started
         route = route_of(request)
-        REQUESTS.labels(route, request.method, str(response.status_code)).inc()
-        LATENCY.labels(route, request.method).observe(elapsed)
+        method = request.method if request.method in METHODS else "other"
+        REQUESTS.labels(route, method, str(response.status_code)).inc()
+        LATENCY.labels(route, method).observe(elapsed)
         access_log.info("%s %s %s", request.method, request.path, response.status_code,
                         extra={"method": request.method, "path": request.path, "route": route,
                                "status": response.status_code, "duration_ms": round(elapsed * 1000, 2)})
