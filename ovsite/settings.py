@@ -189,7 +189,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 # drf-spectacular runs its schema generation as a deploy check; its notes on the function views (no serializer
-# class, no auth extension) are about the schema's detail, which tests/test_schema.py covers, not about deployment.
+# class, no auth extension) are about the OpenAPI schema's detail, not about the deployment.
 SILENCED_SYSTEM_CHECKS = ["drf_spectacular.W001", "drf_spectacular.W002"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "ovsite",
