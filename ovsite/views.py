@@ -1,4 +1,5 @@
 from django.db import connection
+from django.http import HttpResponse
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
@@ -8,6 +9,7 @@ from ovsite import accounts
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.auth import IsRoot
 from ovsite.envelope import error_body, ok
+from ovsite.metrics import scrape
 
 # "." and ".." are not ids: `viking://user/..` does not parse, so such a user could never reach its own space.
 ID_FIELD = dict(max_length=64, regex=r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$")
@@ -18,6 +20,12 @@ ID_FIELD = dict(max_length=64, regex=r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$")
 @permission_classes([AllowAny])
 def health(request):
     return Response({"status": "ok", "healthy": True})
+
+
+def metrics(request):
+    """Prometheus' scrape (text exposition format), outside DRF: no key, no envelope; see ovsite/metrics.py."""
+    body, content_type = scrape()
+    return HttpResponse(body, content_type=content_type)
 
 
 @api_view(["GET"])
