@@ -2,6 +2,7 @@
 import time
 from contextlib import contextmanager
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -56,6 +57,7 @@ class QueryParamsSerializer(StrictSerializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
 class StringOrList(serializers.Field):
     """A string, a comma-separated string, or a list of strings → list of stripped, non-empty strings."""
 
