@@ -8,9 +8,13 @@ from retrieval.tokens import truncate_to_tokens
 
 
 def fetch_bodies(*, caller: Caller, plan: Plan, family: str) -> dict[str, str]:
-    """uri → body text at its planned tier. Abstracts came with the candidates; no query when nothing deeper."""
+    """uri → body text at its planned tier. Abstracts and declared slot bodies came with the candidates; no query
+    when nothing deeper."""
     bodies = {e.candidate.uri: e.candidate.abstract for e in plan.entries if e.tier == "abstract"}
-    deep = {e.candidate.uri: e for e in plan.entries if e.tier in ("overview", "full")}
+    bodies.update({e.candidate.uri: truncate_to_tokens(e.candidate.body, e.body_tokens, family)
+                   for e in plan.entries if e.tier == "full" and e.candidate.body is not None})
+    deep = {e.candidate.uri: e for e in plan.entries
+            if e.tier in ("overview", "full") and e.candidate.body is None}
     if deep:
         full = [uri for uri, e in deep.items() if e.tier == "full"]
         overview = [uri for uri, e in deep.items() if e.tier == "overview"]

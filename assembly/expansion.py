@@ -32,11 +32,12 @@ def clip(text: str, chars: int) -> str:
 
 
 class SessionContext:
-    """The session's archive overview and its last MAX_MESSAGES messages, read on first use only: a request
+    """The session's archive overview and its last `message_limit` messages, read on first use only: a request
     whose LLM steps are all off costs no extra query."""
 
-    def __init__(self, session):
+    def __init__(self, session, message_limit: int = MAX_MESSAGES):
         self.session = session
+        self.message_limit = message_limit
 
     @property
     def overview(self) -> str:
@@ -44,7 +45,9 @@ class SessionContext:
 
     @cached_property
     def messages(self) -> list[dict]:
-        return recent_messages(session=self.session, limit=MAX_MESSAGES) if self.session is not None else []
+        if self.session is None or self.message_limit < 1:
+            return []
+        return recent_messages(session=self.session, limit=self.message_limit)
 
     def has_context(self) -> bool:
         return bool(self.overview) or any(m["content"].strip() for m in self.messages)

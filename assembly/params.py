@@ -62,3 +62,29 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
         deprecated=deprecated,
         actor_peer=actor_peer,
     )
+
+
+# RFC §3.6: a bootstrap has no query, so every field that shapes a retrieval is refused (422 naming it) rather
+# than silently doing nothing; fields generic clients always send with harmless values are ignored and listed in
+# `stats.ignored`.
+BOOTSTRAP_FIELDS = ("mode", "session_id", "max_tokens", "exclude_uris", "telemetry")
+BOOTSTRAP_IGNORED = ("limit", "node_limit", "level", "time_field", "query_expansion")
+
+
+@dataclass(frozen=True)
+class BootstrapParams:
+    session_id: str | None
+    max_tokens: int
+    exclude_uris: tuple[str, ...]
+    ignored: tuple[str, ...] = ()
+    actor_peer: str = ""
+
+
+def resolve_bootstrap_params(data: dict, *, given: set[str], settings_row, actor_peer: str = "") -> BootstrapParams:
+    return BootstrapParams(
+        session_id=data.get("session_id") or None,
+        max_tokens=data.get("max_tokens") or settings_row.default_max_tokens,
+        exclude_uris=tuple(data.get("exclude_uris") or ()),
+        ignored=tuple(name for name in BOOTSTRAP_IGNORED if name in given),
+        actor_peer=actor_peer,
+    )

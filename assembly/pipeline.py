@@ -2,15 +2,18 @@
 
 request → [expansion] → candidates → dedup/exclude → plan (pure) → fetch (one query) → render → [rewrite]
 → ledger → stats
+
+mode="bootstrap" runs the same kernel with the slot manifest as its provider (`assemble_bootstrap`).
 """
+from assembly import bootstrap
 from assembly import candidates as providers
 from assembly.dedup import drop_served
 from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
-from assembly.params import ContextParams
+from assembly.params import BootstrapParams, ContextParams
 from assembly.planner import Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
-from assembly.rewrite import rewrite_digest
+from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from retrieval.find import scoped_rows
@@ -21,14 +24,18 @@ from sessions_app.selectors import find_session
 DEGRADE = {"full": "abstract", "overview": "abstract", "abstract": "uri"}
 
 
+def _source_caps(settings_row) -> dict:
+    return {"memory": settings_row.memory_detail_cap, "resource": settings_row.resource_detail_cap,
+            "skill": settings_row.skill_detail_cap, "dir": settings_row.directory_detail_cap}
+
+
 def _caps(params: ContextParams, settings_row) -> Caps:
     events_budget = (int(params.max_tokens * params.events_budget_ratio)
                      if params.events_budget_ratio is not None and params.events_budget_ratio < 1 else None)
     return Caps(
         max_tokens=params.max_tokens,
         per_entry_cap=settings_row.per_entry_cap_tokens,
-        source_caps={"memory": settings_row.memory_detail_cap, "resource": settings_row.resource_detail_cap,
-                     "skill": settings_row.skill_detail_cap, "dir": settings_row.directory_detail_cap},
+        source_caps=_source_caps(settings_row),
         detail=params.detail,
         events_budget=events_budget,
         family=settings_row.tokenizer_family,
@@ -104,20 +111,10 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     if turns and entries:
         with timings.stage("ledger"):
             ledger.record_served(session=session, served=[(e["uri"], e["detail"]) for e in entries])
-    tier_counts = {tier: 0 for tier in ("full", "overview", "abstract", "uri")}
-    for entry in entries:
-        tier_counts[entry["detail"]] += 1
-    stats = {
-        "candidates": len(found.items),
-        "searched": found.searched,
-        "excluded": filtered.excluded,
-        "deduped": filtered.cooled,
-        "returned": len(entries),
-        "dropped": len(filtered.kept) - len(entries),
-        "max_tokens": params.max_tokens,
-        "used_tokens": used,
-        "tier_counts": tier_counts,
-        "tokenizer": caps.family,
+    stats = _stats(entries, candidates=len(found.items), searched=found.searched, excluded=filtered.excluded,
+                   deduped=filtered.cooled, kept=len(filtered.kept), used=used, max_tokens=params.max_tokens,
+                   family=caps.family)
+    stats.update({
         "purpose": params.purpose,
         "quotas": params.quotas,
         "query_expansion": query_plan.query_expansion,
@@ -127,14 +124,93 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         "dedup": {"turns": turns, "cooled": filtered.cooled,
                   "turn": session.total_message_count if session is not None else 0},
         "ignored": list(params.ignored),
-    }
+    })
     if params.deprecated:
         stats["deprecated"] = list(params.deprecated)
-    result = {
+    return _result(entries, rendered, digest, stats), timings
+
+
+def _stats(entries: list[dict], *, candidates: int, searched: dict, excluded: int, kept: int, used: int,
+           max_tokens: int, family: str, deduped: int = 0) -> dict:
+    tier_counts = {tier: 0 for tier in ("full", "overview", "abstract", "uri")}
+    for entry in entries:
+        tier_counts[entry["detail"]] += 1
+    return {
+        "candidates": candidates,
+        "searched": searched,
+        "excluded": excluded,
+        "deduped": deduped,
+        "returned": len(entries),
+        "dropped": kept - len(entries),
+        "max_tokens": max_tokens,
+        "used_tokens": used,
+        "tier_counts": tier_counts,
+        "tokenizer": family,
+    }
+
+
+def _result(entries: list[dict], rendered: str, digest: Digest, stats: dict) -> dict:
+    return {
         "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text")} for e in entries],
         "rendered": rendered,
         "digest": digest.digest,
         "stats": stats,
     }
-    return result, timings
 
+
+def _slot_caps(slot: bootstrap.Slot, budget: int, settings_row) -> Caps:
+    # A declared slot's text is already size-gated to this budget: it is served as declared, whatever its source.
+    source_caps = (_source_caps(settings_row) if not slot.declared
+                   else {"memory": "full", "resource": "full", "skill": "full", "dir": "overview"})
+    return Caps(max_tokens=budget, per_entry_cap=settings_row.per_entry_cap_tokens, source_caps=source_caps,
+                detail=slot.detail, family=settings_row.tokenizer_family)
+
+
+def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row) -> tuple[dict, Timings]:
+    """RFC §3.6: the slots in manifest order, each planned within its share plus what earlier slots left, then
+    one fetch and one render for all; no query, no embedding, no LLM, no ledger."""
+    timings = Timings()
+    family = settings_row.tokenizer_family
+    session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
+    instructions = bootstrap.load_instructions()
+    budgets = bootstrap.slot_budgets(settings_row, params.max_tokens)
+    exclude = set(params.exclude_uris)
+    planned, taken, slots = [], set(), {}
+    candidates = excluded = kept = carry = 0
+    with timings.stage("slots"):
+        for name in bootstrap.SLOTS:
+            budget = budgets[name] + carry
+            slot = bootstrap.provide_slot(name, caller=caller, session=session, settings_row=settings_row,
+                                          instructions=instructions, budget=budget, family=family, taken=taken,
+                                          actor_peer=params.actor_peer)
+            taken.update(c.uri for c in slot.candidates)
+            filtered = drop_served(slot.candidates, exclude=exclude, cooled={})
+            plan = plan_tiers(filtered.kept, _slot_caps(slot, budget, settings_row), ranked=False)
+            carry = budget - plan.used_tokens
+            planned.extend(reversed(plan.entries) if slot.chronological else plan.entries)
+            candidates += len(slot.candidates)
+            excluded += filtered.excluded
+            kept += len(filtered.kept)
+            slots[name] = {"budget": budget, "planned_tokens": plan.used_tokens, "candidates": len(slot.candidates),
+                           "returned": len(plan.entries)}
+    plan = Plan(entries=planned, dropped=[], used_tokens=sum(e.cost for e in planned))
+    with timings.stage("fetch"):
+        bodies = fetch_bodies(caller=caller, plan=plan, family=family)
+    with timings.stage("render"):
+        entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, family)
+    stats = _stats(entries, candidates=candidates, searched={name: s["candidates"] for name, s in slots.items()},
+                   excluded=excluded, kept=kept, used=used, max_tokens=params.max_tokens, family=family)
+    stats.update({
+        "mode": "bootstrap",
+        "purpose": None,
+        "quotas": None,
+        "query_expansion": "off",
+        "planned_queries": [],
+        "rewrite": "off",
+        "rewrite_usage": Digest().usage,
+        "dedup": {"turns": 0, "cooled": 0, "turn": session.total_message_count if session is not None else 0},
+        "ignored": list(params.ignored),
+        "slots": slots,
+        "instructions": instructions.as_dict(),
+    })
+    return _result(entries, rendered, Digest(), stats), timings

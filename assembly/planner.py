@@ -23,6 +23,7 @@ class Candidate:
     abstract: str
     overview_tokens: int = 0
     content_tokens: int = 0
+    body: str | None = None  # a declared bootstrap slot's text: its "full" tier, served without a fetch
 
     @property
     def bucket(self) -> str:
@@ -36,7 +37,9 @@ class Caps:
     # Highest tier per source: "memory", "resource", "skill" for files, "dir" for directories.
     source_caps: dict = field(default_factory=lambda: {"memory": "full", "resource": "abstract",
                                                        "skill": "abstract", "dir": "overview"})
-    detail: object = "auto"  # "auto", a tier, or {bucket: tier} (buckets not named stay auto)
+    # "auto", a tier, or {bucket: tier} (buckets not named stay auto); "uri" pins names only (bootstrap's listing
+    # of preferences), which a request cannot ask for.
+    detail: object = "auto"
     events_budget: int | None = None
     family: str = "o200k"
 
@@ -109,11 +112,12 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
     return 0
 
 
-def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
+def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) -> Plan:
     """RFC §3.4: round 0 everyone at abstract (or pinned tier), in score order — what does not fit becomes a
-    `uri` line, then is dropped; round 1 directories up to overview; round 2 files up to full, capped per entry."""
+    `uri` line, then is dropped; round 1 directories up to overview; round 2 files up to full, capped per entry.
+    `ranked=False` keeps the given order instead (a bootstrap slot's own order: newest first)."""
     family = caps.family
-    order = sorted(candidates, key=lambda c: (-c.score, c.uri))
+    order = sorted(candidates, key=lambda c: (-c.score, c.uri)) if ranked else list(candidates)
     budget = _Budget(caps)
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []

@@ -1,11 +1,14 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
+import time
+
 from assembly.expansion import SessionContext, embed_queries, plan_queries
-from assembly.params import resolve_context_params
-from assembly.pipeline import assemble_context
+from assembly.params import resolve_bootstrap_params, resolve_context_params
+from assembly.pipeline import assemble_bootstrap, assemble_context
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from profiles.selectors import current_settings, purpose_profile
+from profiles.services import record_recall_event
 from retrieval.find import FindQuery, find, group_hits, ranked_hits, scoped_rows
 from sessions_app.selectors import find_session
 
@@ -13,11 +16,16 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
 
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
-           actor_peer: str = "") -> tuple[dict, Timings]:
+           actor_peer: str = "", endpoint: str = "search", settings_row=None) -> tuple[dict, Timings]:
+    """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records."""
     if data["mode"] == "list":
         return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
                      query_expansion=data["query_expansion"])
-    settings_row = current_settings()
+    started = time.perf_counter()
+    settings_row = settings_row or current_settings()  # /recall has read it already for its defaults
+    if data["mode"] == "bootstrap":
+        params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
+        return assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
     profile = None
     if data.get("purpose"):
         profile = purpose_profile(data["purpose"])
@@ -25,7 +33,12 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
             raise InvalidArgument(f"purpose {data['purpose']!r} is not an enabled purpose profile", loc=["purpose"])
     params = resolve_context_params(data, find=find_query, given=given, settings_row=settings_row, profile=profile,
                                     deprecated=deprecated, actor_peer=actor_peer)
-    return assemble_context(caller=caller, params=params, settings_row=settings_row)
+    result, timings = assemble_context(caller=caller, params=params, settings_row=settings_row)
+    if settings_row.record_recall_events:
+        with timings.stage("record"):
+            record_recall_event(endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
+                                latency_ms=(time.perf_counter() - started) * 1000)
+    return result, timings
 
 
 def _merged_hits(hit_lists: list[list[dict]], limit: int) -> list[dict]:
@@ -60,12 +73,11 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
     return result, timings
 
 
-def recall_request(raw: dict) -> tuple[dict, tuple[str, ...]]:
+def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...]]:
     """/recall's whole difference from context mode: its four defaults and the v1 aliases (RFC §3.1)."""
     if not isinstance(raw, dict):
         return raw, ()  # the request validation answers 422 for a non-object body
     body = dict(raw)
-    settings_row = current_settings()
     deprecated = []
     if "max_chars" in body:
         deprecated.append("max_chars")

@@ -1,20 +1,31 @@
 """`POST /api/v1/search/search` and its thin preset `POST /api/v1/search/recall`."""
 import logging
 
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 
 from assembly import service
-from assembly.params import ASSEMBLY_FIELDS
+from assembly.params import ASSEMBLY_FIELDS, BOOTSTRAP_FIELDS, BOOTSTRAP_IGNORED
 from ovsite.api import parse
 from ovsite.envelope import ok
 from profiles.models import BUCKETS, TIERS, validate_quotas
+from profiles.selectors import current_settings
 from retrieval.views import FindRequest, find_query_from
 
 log = logging.getLogger(__name__)
+SEARCH_DESCRIPTION = """`mode`: `list` (ranked hits, the /find shape plus `query_plan`), `context` (an assembled,
+token-budgeted block: `{entries, rendered, digest, stats}`) or `bootstrap` (the session-start block in the same
+shape, from the declared slots instructions, identity, continuity, working_state and listing: no query; takes
+`session_id`, `max_tokens` and `exclude_uris`; the fields that shape a retrieval are 422 when sent with a value,
+and `limit`, `node_limit`, `level`, `time_field` and `query_expansion` are ignored and listed in `stats.ignored`;
+`stats.slots` gives each slot's budget and `stats.instructions` the template's version and `content_hash`)."""
 DETAIL_VALUES = ("auto", *TIERS)
 
 
+@extend_schema_field({"oneOf": [{"type": "string", "enum": list(DETAIL_VALUES)},
+                               {"type": "object", "propertyNames": {"enum": list(BUCKETS)},
+                                "additionalProperties": {"type": "string", "enum": list(DETAIL_VALUES)}}]})
 class DetailField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, str) and data in DETAIL_VALUES:
@@ -34,6 +45,7 @@ class QuotasField(serializers.DictField):
         return data
 
 
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["auto"]}]})
 class RewriteField(serializers.Field):
     def to_internal_value(self, data):
         if data in (True, False, "auto"):
@@ -58,10 +70,10 @@ class SearchRequest(FindRequest):
     rewrite_max_bullets = serializers.IntegerField(min_value=1, max_value=20, required=False)
 
     def validate(self, data):
+        if data["mode"] == "bootstrap":
+            return self._validate_bootstrap(data)
         data = super().validate(data)
         given = set(self.initial_data)
-        if data["mode"] == "bootstrap":
-            raise serializers.ValidationError({"mode": ['mode "bootstrap" is not available yet; use "context"']})
         if data["mode"] == "list":
             misplaced = sorted(given & set(ASSEMBLY_FIELDS))
             if misplaced:
@@ -74,26 +86,52 @@ class SearchRequest(FindRequest):
             raise serializers.ValidationError({"read_content": ['not supported with mode="context"; use detail']})
         return data
 
+    def _validate_bootstrap(self, data):
+        """RFC §3.6: no query. A field that would shape a retrieval or its ranking is refused when sent with a
+        value (null, "", [], {}, false and 0 count as not sent, as the SDK sends `target_uri: ""`); the
+        BOOTSTRAP_IGNORED fields are accepted and listed in `stats.ignored`."""
+        misplaced = sorted(name for name, value in self.initial_data.items()
+                           if name not in BOOTSTRAP_FIELDS + BOOTSTRAP_IGNORED
+                           and value not in (None, "", [], {}, False, 0))
+        if misplaced:
+            raise serializers.ValidationError({name: ['not allowed with mode="bootstrap" (it takes session_id, '
+                                                      'max_tokens and exclude_uris)'] for name in misplaced})
+        return data
 
-def _run(request, body: dict, deprecated: tuple[str, ...] = ()):
+
+def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
+               settings_row=None):
+    """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
     data = parse(SearchRequest, body)
-    result, timings = service.search(caller=request.user, data=data, find_query=find_query_from(data),
-                                     given=set(body), deprecated=deprecated,
-                                     actor_peer=request.headers.get("X-OpenViking-Actor-Peer", ""))
-    return result, timings.header()
+    return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
+                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint,
+                          settings_row=settings_row)
 
 
+def run_recall(*, caller, body, actor_peer: str = ""):
+    """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
+    settings_row = current_settings()  # one read serves the preset's defaults and the search
+    body, deprecated = service.recall_request(body, settings_row)
+    result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
+                                 endpoint="recall", settings_row=settings_row)
+    return result, timings, deprecated
+
+
+def _actor_peer(request) -> str:
+    return request.headers.get("X-OpenViking-Actor-Peer", "")
+
+
+@extend_schema(request=SearchRequest, description=SEARCH_DESCRIPTION)
 @api_view(["POST"])
 def search_view(request):
-    result, headers = _run(request, request.data)
-    return ok(result, headers=headers)
+    result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
+    return ok(result, headers=timings.header())
 
 
 @api_view(["POST"])
 def recall_view(request):
-    """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
-    body, deprecated = service.recall_request(request.data)
-    result, headers = _run(request, body, deprecated)
+    result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
+    headers = timings.header()
     if deprecated:
         log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
         headers.update({"Deprecation": "true", "Link": '</api/v1/search/search>; rel="successor-version"'})

@@ -148,6 +148,13 @@ def write_section(section: str, begin: str = SECTION_BEGIN, end: str = SECTION_E
     corpus.RESULTS.write_text(text)
 
 
+def publish(section: str, begin: str = SECTION_BEGIN, end: str = SECTION_END, write: bool = True) -> None:
+    """A bench's last step: its section on stdout and, unless the run was a dry one, in bench/RESULTS.md."""
+    print(section)
+    if write:
+        write_section(section, begin, end)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10000)
@@ -157,9 +164,7 @@ def main() -> int:
     args = parser.parse_args()
     command = ".venv/bin/python bench/assembly_latency.py " + " ".join(sys.argv[1:])
     section = render(run(args), command.strip())
-    print(section)
-    if not args.no_write:
-        write_section(section)
+    publish(section, write=not args.no_write)
     return 0
 
 

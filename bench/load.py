@@ -156,9 +156,7 @@ def main() -> int:
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     section = render(run(args), (".venv/bin/python bench/load.py " + " ".join(sys.argv[1:])).strip())
     section = section.replace(SECTION_BEGIN, begin).replace(SECTION_END, end)
-    print(section)
-    if not args.no_write:
-        assembly_latency.write_section(section, begin, end)
+    assembly_latency.publish(section, begin, end, write=not args.no_write)
     return 0
 
 

@@ -100,7 +100,7 @@ def fit_weights(rows: list[tuple[list[int], int, str]], iterations: int) -> np.n
 
 def estimate_with(weights_milli: tuple[int, ...]):
     def estimate(text: str) -> int:
-        milli = sum(n * w for n, w in zip(tokens.class_counts(text), weights_milli))
+        milli = sum(n * w for n, w in zip(tokens.feature_counts(text), weights_milli))
         return -(-milli // 1000)
     return estimate
 
@@ -140,7 +140,7 @@ def split(corpus: dict[str, list[str]], count) -> tuple[list, dict[str, list[tup
     for cls, samples in corpus.items():
         for index, text in enumerate(samples):
             if index % 2 == 0:
-                train.append((tokens.class_counts(text), count(text), cls))
+                train.append((tokens.feature_counts(text), count(text), cls))
             else:
                 test.setdefault(cls, []).append((text, count(text)))
     return train, test
@@ -224,8 +224,8 @@ def main() -> None:
                 + " |")
         body.append("")
     speed = measure_speed(corpus)
-    body += ["### Fitted weights (thousandths of a token per character)", "",
-             "Classes: " + ", ".join(tokens.CLASSES) + ".", "", "```", *fitted_lines, "```", "",
+    body += ["### Fitted weights (thousandths of a token per character or run)", "",
+             "Features: " + ", ".join(tokens.FEATURES) + ".", "", "```", *fitted_lines, "```", "",
              "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)", "",
              "| text | MB/s | target ≥ 50 MB/s |", "|---|---:|---|",
              *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()],

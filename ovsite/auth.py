@@ -27,18 +27,18 @@ class Caller:
         return self.role == "root"
 
 
-def _presented_key(request) -> str:
-    key = request.headers.get("X-API-Key", "")
+def _presented_key(headers) -> str:
+    key = headers.get("X-API-Key", "")
     if not key:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        scheme, _, token = headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             key = token.strip()
     return key.strip()
 
 
-def _is_loopback(request) -> bool:
+def _is_loopback(remote_addr: str) -> bool:
     try:
-        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+        return ipaddress.ip_address(remote_addr).is_loopback
     except ValueError:
         return False
 
@@ -69,10 +69,10 @@ def _caller_for_names(account_name: str, user_id: str, role: str) -> Caller:
     return Caller(account.id, account.name, user_id, role)
 
 
-def _root_caller(request) -> Caller:
+def _root_caller(headers) -> Caller:
     """The root key may act inside any account (OpenViking's X-OpenViking-Account/User headers)."""
-    account_name = request.headers.get("X-OpenViking-Account", "").strip() or DEFAULT_ACCOUNT
-    user_id = request.headers.get("X-OpenViking-User", "").strip() or DEFAULT_USER
+    account_name = headers.get("X-OpenViking-Account", "").strip() or DEFAULT_ACCOUNT
+    user_id = headers.get("X-OpenViking-User", "").strip() or DEFAULT_USER
     account = Account.objects.filter(name=account_name).first()
     if account is None:
         if account_name != DEFAULT_ACCOUNT:
@@ -81,25 +81,40 @@ def _root_caller(request) -> Caller:
     return Caller(account.id, account.name, user_id, "root")
 
 
+def authenticate_headers(headers, remote_addr: str) -> tuple[Caller, str | None] | None:
+    """(caller, the key presented) from request headers, or None when no key came and dev mode does not apply.
+    Shared by the REST views (DRF) and the MCP endpoint; `headers` is any case-insensitive mapping."""
+    key = _presented_key(headers)
+    root_key = settings.OVSITE_ROOT_API_KEY
+    dev_mode = not root_key and _is_loopback(remote_addr)
+    if not key:
+        return (_caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None) if dev_mode else None
+    if root_key and hmac.compare_digest(key.encode(), root_key.encode()):
+        return _root_caller(headers), key
+    # The digest is looked up by a unique index; the final compare is constant-time.
+    digest = hash_key(key)
+    row = _fetch_one(_KEY_SQL, [digest])
+    if row is None or not hmac.compare_digest(row[0], digest):
+        if dev_mode:
+            # Plugins often carry a placeholder key; in dev mode it means the keyless dev caller.
+            return _caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None
+        raise Unauthenticated("invalid or revoked API key")
+    _, account_id, account_name, user_id, role = row
+    return Caller(account_id, account_name, user_id, role), key
+
+
+def require_account_caller(caller: Caller | None) -> Caller:
+    """A caller that may use the store: authenticated, in an account that exists."""
+    if caller is None:
+        raise Unauthenticated("an API key is required (X-API-Key or Authorization: Bearer)")
+    if caller.account_id == 0:
+        raise PermissionDenied(f"account {caller.account!r} does not exist")
+    return caller
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
-        key = _presented_key(request)
-        root_key = settings.OVSITE_ROOT_API_KEY
-        dev_mode = not root_key and _is_loopback(request)
-        if not key:
-            return (_caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None) if dev_mode else None
-        if root_key and hmac.compare_digest(key.encode(), root_key.encode()):
-            return _root_caller(request), key
-        # The digest is looked up by a unique index; the final compare is constant-time.
-        digest = hash_key(key)
-        row = _fetch_one(_KEY_SQL, [digest])
-        if row is None or not hmac.compare_digest(row[0], digest):
-            if dev_mode:
-                # Plugins often carry a placeholder key; in dev mode it means the keyless dev caller.
-                return _caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None
-            raise Unauthenticated("invalid or revoked API key")
-        _, account_id, account_name, user_id, role = row
-        return Caller(account_id, account_name, user_id, role), key
+        return authenticate_headers(request.headers, request.META.get("REMOTE_ADDR", ""))
 
     def authenticate_header(self, request):
         return "Bearer"
@@ -107,11 +122,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 class IsAccountCaller(BasePermission):
     def has_permission(self, request, view):
-        caller = request.user
-        if caller is None:
-            raise Unauthenticated("an API key is required (X-API-Key or Authorization: Bearer)")
-        if caller.account_id == 0:
-            raise PermissionDenied(f"account {caller.account!r} does not exist")
+        require_account_caller(request.user)
         return True
 
 

@@ -67,13 +67,20 @@ def _classify(exc) -> tuple[int, str, str, dict]:
     return 500, "INTERNAL", "internal error", {}
 
 
-def exception_handler(exc, context):
-    """DRF's exception handler: the one place where errors become the envelope."""
+def error_envelope(exc) -> tuple[int, dict]:
+    """The HTTP status and the error body of an exception: the one place where errors become the envelope (used
+    by DRF's handler below and by the MCP endpoint)."""
     status, code, message, details = _classify(exc)
+    return status, error_body(code, message, details)
+
+
+def exception_handler(exc, context):
+    """DRF's exception handler."""
+    status, body = error_envelope(exc)
     headers = {}
     if isinstance(exc, drf.Throttled) and exc.wait:
         headers["Retry-After"] = str(int(exc.wait))
-    return Response(error_body(code, message, details), status=status, headers=headers)
+    return Response(body, status=status, headers=headers)
 
 
 def django_not_found(request, exception=None):

@@ -1,4 +1,6 @@
 """ovsite settings: every knob comes from the environment (django-environ); README.md lists them all."""
+import warnings
+from importlib.util import find_spec
 from pathlib import Path
 
 import environ
@@ -32,6 +34,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -99,6 +102,13 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# The admin's and the dashboards' files are served by WhiteNoise straight from the apps and packages, in every
+# server (runserver, gunicorn), without a collectstatic step; nothing is fetched from a CDN.
+WHITENOISE_USE_FINDERS = True
+# STATIC_ROOT exists only after an optional collectstatic; the finders serve the same files without it.
+warnings.filterwarnings("ignore", message="No directory at: ")  # WhiteNoise, about STATIC_ROOT
+# plotly.js as the `plotly` PyPI package ships it (package_data/plotly.min.js): the dashboards' chart library.
+STATICFILES_DIRS = [("plotly", Path(find_spec("plotly").submodule_search_locations[0]) / "package_data")]
 
 # Embedder: the packaged multilingual USE model unless an OpenAI-compatible endpoint is configured.
 EMBEDDING_URL = env.str("EMBEDDING_URL", default="")
@@ -122,6 +132,7 @@ CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
 CELERY_BEAT_SCHEDULE = {
     "retry-failed-nodes": {"task": "retrieval.tasks.retry_failed_nodes", "schedule": 60.0},
+    "roll-up-recall-events": {"task": "profiles.tasks.roll_up_old_recall_events", "schedule": 3600.0},
 }
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
@@ -132,6 +143,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 OVSITE_MAX_CONTENT_BYTES = env.int("OVSITE_MAX_CONTENT_BYTES", default=2 * 1024 * 1024)
 OVSITE_MAX_UPLOAD_BYTES = env.int("OVSITE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
+# Resources and SKILL.md files parsed into a document node with one child per section (issue 10); off stores each
+# as one file node, as before (bench/quality.py measures both).
+OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
 DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

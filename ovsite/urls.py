@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/v1/", include("sessions_app.urls")),
     path("api/v1/", include("assembly.urls")),
     path("api/v1/", include("retrieval.urls")),
+    path("admin/dashboards/", include("profiles.urls")),
     path("admin/", admin.site.urls),
 ]

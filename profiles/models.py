@@ -25,21 +25,27 @@ class PurposeProfile(models.Model):
     """A named preset of quotas and budgets (RFC §3.5); `purpose=<name>` turns on per-bucket sampling."""
 
     name = models.SlugField(max_length=32, unique=True)
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True, help_text="Only enabled profiles are accepted as `purpose` "
+                                                          "(default on).")
     builtin = models.BooleanField(default=False, editable=False, help_text="Built-in profiles cannot be deleted.")
     quotas = models.JSONField(default=dict, validators=[validate_quotas],
-                              help_text="Candidates per bucket: events, entities, preferences, experiences, "
-                                        "resources, skills (0–100 each).")
+                              help_text='Candidates per bucket, a JSON object such as {"events": 4, "skills": 2}; '
+                                        'buckets: events, entities, preferences, experiences, resources, skills '
+                                        '(integers 0–100; a bucket left out is not searched).')
     events_budget_ratio = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-                                            help_text="Largest share of max_tokens that events may take.")
+                                            help_text="Largest share of max_tokens that events may take, 0–1 "
+                                                      "(default 1: no bound; RFC chat 0.75, coding 0.40).")
     detail = models.CharField(max_length=8, choices=DETAIL_CHOICES, blank=True, default="",
-                              help_text="Default detail for this purpose (blank: the request's or auto).")
+                              help_text="Default detail for this purpose (default blank: the request's, "
+                                        "else auto).")
     max_tokens = models.PositiveIntegerField(null=True, blank=True,
                                              validators=[MinValueValidator(64), MaxValueValidator(32000)],
-                                             help_text="Default budget for this purpose (blank: the settings').")
+                                             help_text="Default budget for this purpose, 64–32000 (default "
+                                                       "blank: the settings' default_max_tokens).")
     score_threshold = models.FloatField(null=True, blank=True,
                                         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-                                        help_text="Default score floor for this purpose (blank: the settings').")
+                                        help_text="Default score floor for this purpose, 0–1 (default "
+                                                  "blank: the settings' context_score_threshold).")
 
     def __str__(self):
         return self.name
@@ -70,7 +76,7 @@ class RetrievalSettings(models.Model):
     per_entry_cap_tokens = models.PositiveIntegerField(default=400, validators=[MinValueValidator(16),
                                                                                 MaxValueValidator(32000)],
                                                        help_text="Most tokens one entry's body may take in "
-                                                                 "detail=auto (heads are kept).")
+                                                                 "detail=auto, heads kept (default 400).")
     recall_intent_timeout_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1),
                                                                            MaxValueValidator(120)],
                                                 help_text="Timeout of the query-expansion LLM call (RFC: 10 s).")
@@ -84,11 +90,18 @@ class RetrievalSettings(models.Model):
     rewrite_max_bullets = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1),
                                                                                   MaxValueValidator(20)],
                                                            help_text="Default digest bullets (RFC: 6).")
-    rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured.")
+    rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured "
+                                                                    "(default off).")
     tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
                                         help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; "
                                                   "cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family "
                                                   "recounts every node's stored tokens in the background.")
+    record_recall_events = models.BooleanField(
+        default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
+                                "dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).")
+    token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                            help_text="The profile version (family and weights) the stored token "
+                                                      "counts were made with; any other is recounted.")
     recall_event_retention_days = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
         help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
@@ -113,6 +126,12 @@ class RetrievalSettings(models.Model):
     bootstrap_working_state_max = models.PositiveIntegerField(
         default=20, validators=[MinValueValidator(1), MaxValueValidator(200)],
         help_text="Most events in the working state (default 20).")
+    bootstrap_working_state_peer_share = models.FloatField(
+        default=0.8, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="With an actor peer (X-OpenViking-Actor-Peer), the share of the working state's places that go "
+                  "to that peer's events; the rest go to the user's own (events without a peer), and places one "
+                  "side cannot fill pass to the other. Other peers' events are left out (default 0.8: RFC §3.6, "
+                  "peer:user ≈ 8:2).")
     bootstrap_continuity_max = models.PositiveIntegerField(
         default=5, validators=[MinValueValidator(0), MaxValueValidator(50)],
         help_text="Most recent message abstracts in the continuity slot (default 5).")

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_save, pre_save
+from django.db.models.signals import post_save
 
 
 class RetrievalConfig(AppConfig):
@@ -9,7 +9,6 @@ class RetrievalConfig(AppConfig):
         # The operator changes the tokenizer family in the admin, which saves the row itself: there is no service
         # call to hook, so the stored counts follow the change through the row's save signals.
         from profiles.models import RetrievalSettings
-        from retrieval.recount import recount_on_family_change, remember_family
+        from retrieval.recount import recount_if_stale
 
-        pre_save.connect(remember_family, sender=RetrievalSettings, dispatch_uid="retrieval.remember_family")
-        post_save.connect(recount_on_family_change, sender=RetrievalSettings, dispatch_uid="retrieval.recount")
+        post_save.connect(recount_if_stale, sender=RetrievalSettings, dispatch_uid="retrieval.recount")

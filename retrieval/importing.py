@@ -1,8 +1,9 @@
-"""`manage.py import_dir`: a local folder of text files becomes resources under one URI."""
+"""`manage.py import_dir`: a local folder of text files and PDFs becomes resources under one URI."""
 from pathlib import Path
 
 from ovsite.auth import Caller
-from retrieval.ingest import decode_text
+from ovsite.errors import InvalidArgument
+from retrieval.ingest import SUPPORTED, document_text
 from retrieval.services import FileWrite, write_files
 from retrieval.uris import parse_uri
 
@@ -15,7 +16,7 @@ def local_files(root: Path) -> list[Path]:
 
 
 def import_directory(*, caller: Caller, root: Path, to: str, progress=None) -> dict:
-    """Writes every UTF-8 text file below `root` under `to`, in atomic batches; binary files are reported."""
+    """Writes every document below `root` under `to`, in atomic batches; other files are reported, with why."""
     base = parse_uri(to, user_id=caller.user_id).uri
     files = local_files(root)
     skipped, written, batch = [], 0, []
@@ -30,10 +31,14 @@ def import_directory(*, caller: Caller, root: Path, to: str, progress=None) -> d
             batch = []
 
     for path in files:
-        text = decode_text(path.read_bytes())
         rel = path.relative_to(root).as_posix()
+        try:
+            text = document_text(path.read_bytes())
+        except InvalidArgument as exc:
+            skipped.append({"path": rel, "reason": exc.message})
+            continue
         if text is None:
-            skipped.append(rel)
+            skipped.append({"path": rel, "reason": f"not {SUPPORTED}"})
             continue
         batch.append(FileWrite(f"{base}/{rel}", text))
         if len(batch) >= BATCH_FILES:

@@ -10,6 +10,8 @@ from django.conf import settings
 
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument, NotFound, PayloadTooLarge
+from retrieval.documents.pdf import is_pdf
+from retrieval.documents.pdf import to_markdown as pdf_markdown
 from retrieval.selectors import visible_nodes
 from retrieval.services import FileWrite, write_files
 from retrieval.uris import parse_uri
@@ -70,6 +72,17 @@ def decode_text(data: bytes) -> str | None:
         return None
 
 
+SUPPORTED = "UTF-8 text (Markdown, plain text, HTML, source code) or PDF"
+
+
+def document_text(data: bytes) -> str | None:
+    """The text a file is stored as: UTF-8 text as is, a PDF as Markdown of its pages; None for other binaries.
+    An unreadable PDF raises InvalidArgument."""
+    if is_pdf(data):
+        return pdf_markdown(data)
+    return decode_text(data)
+
+
 def _zip_members(data: bytes) -> tuple[list[tuple[str, bytes]], list[dict]]:
     """Regular files of a zip as (relative path, bytes); unsafe or oversized entries are refused, not skipped."""
     try:
@@ -80,8 +93,11 @@ def _zip_members(data: bytes) -> tuple[list[tuple[str, bytes]], list[dict]]:
     if len(infos) > settings.OVSITE_MAX_UPLOAD_FILES:
         raise PayloadTooLarge(f"the archive holds {len(infos)} files; the limit is "
                               f"{settings.OVSITE_MAX_UPLOAD_FILES}", {"limit_files": settings.OVSITE_MAX_UPLOAD_FILES})
-    if sum(info.file_size for info in infos) > settings.OVSITE_MAX_UPLOAD_BYTES * 5:
-        raise PayloadTooLarge("the archive expands beyond the upload limit", {})
+    expanded = sum(info.file_size for info in infos)
+    if expanded > settings.OVSITE_MAX_UPLOAD_BYTES * 5:
+        raise PayloadTooLarge(f"the archive expands to {expanded} bytes; the limit is "
+                              f"{settings.OVSITE_MAX_UPLOAD_BYTES * 5}",
+                              {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES * 5, "size_bytes": expanded})
     members, skipped = [], []
     for info in infos:
         path = PurePosixPath(info.filename)
@@ -95,11 +111,17 @@ def _zip_members(data: bytes) -> tuple[list[tuple[str, bytes]], list[dict]]:
 
 
 def _texts(items: list[tuple[str, bytes]], skipped: list[dict]) -> list[tuple[str, str]]:
+    """The members stored as text; the others are reported in `skipped` (a folder of documents often holds an
+    image or two: refusing the whole archive for them would help no one)."""
     out = []
     for rel, data in items:
-        text = decode_text(data)
+        try:
+            text = document_text(data)
+        except InvalidArgument as exc:
+            skipped.append({"path": rel, "reason": exc.message})
+            continue
         if text is None:
-            skipped.append({"path": rel, "reason": "binary or not UTF-8 text"})
+            skipped.append({"path": rel, "reason": f"not {SUPPORTED}"})
         else:
             out.append((rel, text))
     return out
@@ -111,6 +133,8 @@ def add_resource(*, caller: Caller, temp_file_id: str, to: str | None, parent: s
     upload_name, data = _take_upload(caller, temp_file_id)
     name = _UNSAFE_NAME.sub("_", (source_name or upload_name).strip()) or "resource"
     is_zip = zipfile.is_zipfile(io.BytesIO(data))
+    if not is_zip and (name.lower().endswith(".zip") or data[:4] == b"PK\x03\x04"):
+        raise InvalidArgument(f"{name} is not a valid zip archive", loc=["temp_file_id"])
     if is_zip and name.lower().endswith(".zip"):
         name = name[:-4]
     if to:
@@ -123,9 +147,9 @@ def add_resource(*, caller: Caller, temp_file_id: str, to: str | None, parent: s
         members, skipped = _zip_members(data)
         files = [(f"{root}/{rel}", text) for rel, text in _texts(members, skipped)]
     else:
-        text = decode_text(data)
+        text = document_text(data)
         if text is None:
-            raise InvalidArgument(f"{name}: binary files are not supported (send UTF-8 text or a zip of text files)",
+            raise InvalidArgument(f"{name}: this binary type is not supported; send {SUPPORTED}, or a zip of them",
                                   loc=["temp_file_id"], type_="unsupported_media")
         files = [(root, text)]
     if not files:
@@ -218,7 +242,9 @@ def _skill_summary(row: dict) -> dict:
 
 def list_skills(*, caller: Caller, node_limit: int = 1000, target_uri: str | None = None) -> dict:
     """`GET /api/v1/skills`: `{root_uri, skills, total}` below `target_uri`, else `{root_uris, skills, total}`."""
-    rows = visible_nodes(caller).filter(context_type="skill", kind="file", uri__endswith="/SKILL.md")
+    # A SKILL.md of several sections is a document node (a directory that keeps the whole text).
+    rows = (visible_nodes(caller).filter(context_type="skill", uri__endswith="/SKILL.md")
+            .exclude(content_hash=""))
     if target_uri:
         root = parse_uri(target_uri, user_id=caller.user_id).uri
         rows = rows.filter(uri__startswith=root + "/")

@@ -31,10 +31,10 @@ def reembed_all(*, batch_size: int = 256, progress=None) -> int:
         change_dimension(settings.EMBEDDING_DIM)
     embedder = get_embedder()
     rows = (Context.objects.filter(state__in=("ready", "failed")).order_by("id")
-            .values_list("id", "uri", "kind", "abstract"))
+            .values_list("id", "uri", "kind", "abstract", "content_hash"))
     pending, containers = [], []
-    for pk, uri, kind, abstract in rows.iterator():
-        if kind == "dir" and parse_uri(uri, user_id="").is_structural:
+    for pk, uri, kind, abstract, digest in rows.iterator():
+        if kind == "dir" and not digest and parse_uri(uri, user_id="").is_structural:  # a document is a hit
             containers.append(pk)
         else:
             pending.append((pk, abstract or uri.rsplit("/", 1)[-1]))

@@ -29,8 +29,9 @@ def _node(caller: Caller, uri: str, *fields) -> dict:
 
 
 def read_content(*, caller: Caller, uri: str, offset: int = 0, limit: int = -1) -> str:
-    row = _node(caller, uri, "kind", "content", "uri")
-    if row["kind"] == "dir":
+    row = _node(caller, uri, "kind", "content", "uri", "content_hash")
+    # A document parsed into sections is a directory that keeps its whole text: reading it reads the document.
+    if row["kind"] == "dir" and not row["content_hash"]:
         raise InvalidArgument(f"{row['uri']} is a directory; read its overview instead", loc=["uri"])
     lines = row["content"].splitlines(keepends=True)
     end = None if limit is None or limit < 0 else offset + limit

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ovsite.auth import Caller
 from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
+from retrieval.documents import Section, named_sections
 from retrieval.models import Context, ProcessingTask
 from retrieval.recount import counting_profile
 from retrieval.tokens import estimate_tokens
@@ -43,14 +44,23 @@ def _dir_node(caller: Caller, uri: str, now) -> Context:
                    created_at=now, updated_at=now, state="pending")
 
 
+def is_document(row) -> bool:
+    """A document parsed into sections: a directory that keeps the document's whole text and its hash."""
+    return row.kind == "dir" and bool(row.content_hash)
+
+
 def _ensure_directories(caller: Caller, uris: set[str], now) -> None:
-    """Creates missing directories; a file standing where a directory must be is a conflict."""
+    """Creates missing directories; a file standing where a directory must be is a conflict, and so is a
+    document: its sections are rewritten from the document, never one by one."""
     if not uris:
         return
-    clash = (Context.objects.filter(account_id=caller.account_id, uri__in=uris, kind="file")
-             .values_list("uri", flat=True).first())
+    clash = (Context.objects.filter(account_id=caller.account_id, uri__in=uris)
+             .filter(Q(kind="file") | ~Q(content_hash="")).values_list("uri", "kind").first())
+    if clash and clash[1] == "file":
+        raise Conflict(f"{clash[0]} is a file, so it cannot hold other nodes", {"uri": clash[0]})
     if clash:
-        raise Conflict(f"{clash} is a file, so it cannot hold other nodes", {"uri": clash})
+        raise Conflict(f"{clash[0]} is a document; write the whole document to change its sections",
+                       {"uri": clash[0]})
     Context.objects.bulk_create([_dir_node(caller, uri, now) for uri in sorted(uris)], ignore_conflicts=True)
 
 
@@ -62,6 +72,78 @@ def _schedule(task: ProcessingTask) -> None:
     from retrieval.tasks import process_task
 
     transaction.on_commit(lambda: process_task.delay(str(task.id)))
+
+
+def _sectioned(target: VikingUri, content: str) -> list[tuple[str, Section]]:
+    """The sections of a resource document or a SKILL.md; [] when it stays one file node (a memory, a skill's
+    auxiliary file, a document of a single section: a directory of one child would hold the same text twice)."""
+    if not settings.OVSITE_SECTION_TREES:
+        return []
+    if target.context_type != "resource" and not (target.context_type == "skill" and target.name == "SKILL.md"):
+        return []
+    sections = named_sections(target.name, content)
+    return sections if len(sections) > 1 else []
+
+
+def _replace_sections(caller: Caller, document: Context, sections: list[tuple[str, Section]], now,
+                      profile) -> list[str]:
+    """Rewrites the section nodes of a changed document; returns the URIs that need processing. A section whose
+    text is unchanged keeps its row (id, abstract, embedding), even when an edit above it renumbered its URI;
+    only new or changed text is summarised and embedded again."""
+    old = list(Context.objects.select_for_update().filter(account_id=caller.account_id,
+                                                          parent_uri=document.uri))
+    wanted = [(f"{document.uri}/{name}", section.text, content_hash(section.text)) for name, section in sections]
+    by_uri = {row.uri: row for row in old}
+    kept = {uri for uri, _, digest in wanted if uri in by_uri and by_uri[uri].content_hash == digest
+            and by_uri[uri].state == "ready" and by_uri[uri].tags == document.tags}
+    spare: dict[str, list[Context]] = {}
+    for row in old:
+        if row.uri not in kept and row.state == "ready" and row.kind == "file":
+            spare.setdefault(row.content_hash, []).append(row)
+    rows, fresh = [], []
+    for uri, text, digest in wanted:
+        if uri in kept:
+            continue
+        if spare.get(digest):
+            row = spare[digest].pop()
+            row.uri, row.tags = uri, document.tags
+        else:
+            row = Context(account_id=caller.account_id, uri=uri, parent_uri=document.uri, kind="file",
+                          context_type=document.context_type, category=document.category, owner=document.owner,
+                          content=text, content_hash=digest, tags=document.tags,
+                          content_tokens=estimate_tokens(text, profile), created_at=now, updated_at=now)
+            fresh.append(uri)
+        rows.append(row)
+    # A renumbered section leaves and comes back under its new URI with the same id: the unique (account, uri)
+    # constraint would trip over a rename chain (03 → 04 while 04 → 05) updated in place.
+    Context.objects.filter(id__in=[row.id for row in old if row.uri not in kept]).delete()
+    Context.objects.bulk_create(rows)
+    return fresh
+
+
+def _store_pending(caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now,
+                   profile) -> Context:
+    """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
+    if row is None:
+        row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind=kind,
+                      context_type=target.context_type, category=target.category, owner=target.owner,
+                      created_at=now)
+    row.content, row.content_hash, row.tags = content, digest, tags
+    row.content_tokens = estimate_tokens(content, profile)
+    row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
+    row.save()
+    return row
+
+
+def _write_document(caller: Caller, target: VikingUri, row: Context | None, content: str, digest: str,
+                    tags: list[str], sections: list[tuple[str, Section]], now, profile) -> list[str]:
+    """The document node (a directory holding the whole text, so `content/read` still returns it) and its
+    sections. Returns the URIs to process: the document itself and its new or changed sections."""
+    if row is not None and row.kind == "file":
+        row.delete()  # a note that grew a second section becomes a document under the same URI
+        row = None
+    row = _store_pending(caller, row, target, "dir", content, digest, tags, now, profile)
+    return [target.uri, *_replace_sections(caller, row, sections, now, profile)]
 
 
 def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write") -> dict:
@@ -89,6 +171,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     if nested:
         raise Conflict(f"{nested[0]} is written as a file and would also hold other nodes", {"uri": nested[0]})
     changed: list[str] = []
+    processing: list[str] = []
     profile = counting_profile()
     with transaction.atomic():
         _ensure_directories(caller, ancestors, now)
@@ -96,7 +179,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
                     .filter(account_id=caller.account_id, uri__in=uris)}
         for target, write in zip(parsed, writes):
             row = existing.get(target.uri)
-            if row is not None and row.kind == "dir":
+            if row is not None and row.kind == "dir" and not is_document(row):
                 raise Conflict(f"{target.uri} is a directory", {"uri": target.uri})
             if row is not None and write.mode == "create":
                 raise Conflict(f"{target.uri} already exists", {"uri": target.uri})
@@ -105,16 +188,19 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             tags = list(write.tags) if write.tags is not None else (row.tags if row else [])
             if row is not None and row.content_hash == digest and row.state == "ready" and row.tags == tags:
                 continue  # unchanged: nothing to redo
-            if row is None:
-                row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind="file",
-                              context_type=target.context_type, category=target.category, owner=target.owner,
-                              created_at=now)
-            row.content, row.content_hash, row.tags = content, digest, tags
-            row.content_tokens = estimate_tokens(content, profile)
-            row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
-            row.save()
             changed.append(target.uri)
-        task = _new_task(caller, kind, changed)
+            sections = _sectioned(target, content)
+            if sections:
+                processing += _write_document(caller, target, row, content, digest, tags, sections, now, profile)
+                continue
+            if row is not None and is_document(row):
+                # A document shrunk to one section is one file again.
+                Context.objects.filter(account_id=caller.account_id, parent_uri=row.uri).delete()
+                row.delete()
+                row = None
+            _store_pending(caller, row, target, "file", content, digest, tags, now, profile)
+            processing.append(target.uri)
+        task = _new_task(caller, kind, processing)
         _schedule(task)
     return {"task_id": str(task.id), "uris": uris, "changed": changed}
 
@@ -160,10 +246,11 @@ def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
     scope = Context.objects.filter(account_id=caller.account_id)
     below = Q(uri__startswith=target.uri + "/")
     with transaction.atomic():
-        node = scope.filter(uri=target.uri).values("kind").first()
+        node = scope.filter(uri=target.uri).values("kind", "content_hash").first()
         if node is None:
             raise NotFound(target.uri, "node")
-        if node["kind"] == "dir" and not recursive and scope.filter(below).exists():
+        # A document goes with its sections, like the file it was written as.
+        if node["kind"] == "dir" and not node["content_hash"] and not recursive and scope.filter(below).exists():
             raise Conflict(f"{target.uri} is not empty; pass recursive=true", {"uri": target.uri})
         removed, _ = scope.filter(Q(uri=target.uri) | below).delete()
         task = _new_task(caller, "rm", [target.parent])

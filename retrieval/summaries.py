@@ -9,9 +9,11 @@ log = logging.getLogger(__name__)
 ABSTRACT_MAX_CHARS = 450
 OVERVIEW_MAX_CHILDREN = 200
 CHILD_SNIPPET_CHARS = 100
+OUTLINE_SNIPPET_CHARS = 200
 _SUMMARY_HEADING = re.compile(r"^#{1,6}\s*summary\s*$", re.IGNORECASE | re.MULTILINE)
 _NEXT_HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)
+_HEADING_MARKS = re.compile(r"^#{1,6}\s+")
 
 
 def clip(text: str, limit: int = ABSTRACT_MAX_CHARS) -> str:
@@ -67,6 +69,15 @@ def directory_texts(name: str, children: list[dict], summary: str = "") -> tuple
         else c["name"] + ("/" if c["kind"] == "dir" else "") for c in children[:12])
     abstract = clip(summary or f"{name} ({len(children)} entries) — {listing}")
     return abstract, "\n".join(lines)
+
+
+def document_outline(name: str, sections: list[tuple[str, str]]) -> str:
+    """A document's L1: its sections in document order, each with the head of its abstract."""
+    lines = [f"# {name}", ""]
+    for section, abstract in sections:
+        head = clip(_HEADING_MARKS.sub("", abstract), OUTLINE_SNIPPET_CHARS)
+        lines.append(f"- {section}: {head}" if head else f"- {section}")
+    return "\n".join(lines)
 
 
 # LLM summaries ------------------------------------------------------------------------------------------------

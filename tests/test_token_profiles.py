@@ -41,6 +41,7 @@ def test_saving_a_new_family_recounts_every_node(api):
     for row in Context.objects.values("abstract", "overview", "content", "abstract_tokens", "overview_tokens",
                                       "content_tokens"):
         assert counted_with(row, "qwen")
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["qwen"].version
 
 
 def test_the_recount_command_catches_up_after_an_unsignalled_change(api, capsys):
@@ -52,6 +53,50 @@ def test_the_recount_command_catches_up_after_an_unsignalled_change(api, capsys)
     assert counted_with(stored(FILE), "deepseek")
     call_command("recount_tokens")
     assert "0 nodes changed" in capsys.readouterr().out
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["deepseek"].version
+
+
+def counts_under_old_weights() -> None:
+    """As a database looks after an upgrade that shipped refitted weights: the counts and the stamp are another
+    version's (here the counts of another profile, so that they differ from the current weights' counts)."""
+    for row in Context.objects.values("id", "abstract", "overview", "content"):
+        Context.objects.filter(id=row["id"]).update(**{
+            f"{level}_tokens": estimate_tokens(row[level], "cl100k") for level in ("abstract", "overview", "content")})
+    RetrievalSettings.objects.filter(pk=1).update(token_counts_version="o200k:00000000")
+
+
+def test_make_run_recounts_counts_made_with_other_weights_and_only_then(api, capsys):
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    counts_under_old_weights()
+    assert not counted_with(stored(FILE), "o200k")
+    call_command("recount_tokens", "--if-stale")  # as `make run` does after migrate
+    assert "recounted tokens with o200k" in capsys.readouterr().out
+    assert counted_with(stored(FILE), "o200k")
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["o200k"].version
+    Context.objects.filter(uri=FILE).update(content_tokens=1)  # a current stamp: the next start reads nothing
+    call_command("recount_tokens", "--if-stale")
+    assert capsys.readouterr().out.strip() == f"token counts are current ({PROFILES['o200k'].version})"
+    assert stored(FILE)["content_tokens"] == 1
+
+
+def test_saving_the_settings_recounts_counts_made_with_other_weights(api):
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    counts_under_old_weights()
+    settings_row = RetrievalSettings.objects.get(pk=1)
+    settings_row.default_max_tokens = 1200  # any save, as the admin does; the family stays o200k
+    settings_row.save()
+    assert counted_with(stored(FILE), "o200k")
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["o200k"].version
+
+
+def test_saving_the_settings_with_current_counts_recounts_nothing(api):
+    api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
+    call_command("recount_tokens")  # stamps the current version
+    Context.objects.filter(uri=FILE).update(content_tokens=1)
+    settings_row = RetrievalSettings.objects.get(pk=1)
+    settings_row.default_max_tokens = 1200
+    settings_row.save()
+    assert stored(FILE)["content_tokens"] == 1
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

@@ -258,9 +258,7 @@ def main() -> int:
     result = run(args)
     result["clients"] = args.clients
     section = render(result, command)
-    print(section)
-    if not args.no_write:
-        assembly_latency.write_section(section, SECTION_BEGIN, SECTION_END)
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

@@ -3,8 +3,12 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from retrieval.tokens import estimate_tokens
+
 SECTION_MAX_CHARS = 4000  # a section above this is split at paragraph boundaries
-SECTION_MIN_CHARS = 200  # a section whose body is shorter is merged into its next neighbour
+# A section whose body is shorter is merged into its next neighbour. Counted in tokens, not characters: 200
+# characters are a short English paragraph but a long Chinese one.
+SECTION_MIN_TOKENS = 40  # ≈ 200 characters of English, ≈ 60 of Chinese
 SLUG_MAX_CHARS = 48
 _SENTENCE_END = re.compile(r"(?<=[。！？.!?])")
 _SLUG_DROP = re.compile(r"[^\w]+")
@@ -51,12 +55,12 @@ def _pieces(text: str, limit: int) -> list[str]:
     return pieces
 
 
-def _body_length(section: Section) -> int:
+def _body_tokens(section: Section) -> int:
     lines = section.text.strip().splitlines()
-    return len("\n".join(lines[1:] if section.title and lines else lines).strip())
+    return estimate_tokens("\n".join(lines[1:] if section.title and lines else lines).strip())
 
 
-def shape(sections: list[Section], min_chars: int = SECTION_MIN_CHARS) -> list[Section]:
+def shape(sections: list[Section], min_tokens: int = SECTION_MIN_TOKENS) -> list[Section]:
     """Small sections merged into the next one, long ones split to the size cap, empty ones dropped."""
     merged: list[Section] = []
     carry: Section | None = None
@@ -66,7 +70,7 @@ def shape(sections: list[Section], min_chars: int = SECTION_MIN_CHARS) -> list[S
         if carry is not None:
             section = Section(carry.title, carry.level, f"{carry.text.rstrip()}\n\n{section.text.strip()}")
             carry = None
-        if _body_length(section) < min_chars and len(section.text) < SECTION_MAX_CHARS:
+        if _body_tokens(section) < min_tokens and len(section.text) < SECTION_MAX_CHARS:
             carry = section
             continue
         merged.append(section)

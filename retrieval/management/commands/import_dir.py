@@ -9,7 +9,7 @@ from retrieval.importing import import_directory, local_files
 
 
 class Command(BaseCommand):
-    help = "Imports a local folder of text files as resources, e.g. --to viking://resources/handbook."
+    help = "Imports a local folder of text files and PDFs as resources, e.g. --to viking://resources/handbook."
 
     def add_arguments(self, parser):
         parser.add_argument("path")
@@ -28,5 +28,5 @@ class Command(BaseCommand):
         with tqdm(total=len(local_files(root)), unit="file", desc="import") as bar:
             result = import_directory(caller=caller, root=root, to=to, progress=bar.update)
         self.stdout.write(f"imported {result['written']} files under {result['root_uri']}")
-        for rel in result["skipped"]:
-            self.stdout.write(f"skipped (binary or not UTF-8): {rel}")
+        for item in result["skipped"]:
+            self.stdout.write(f"skipped {item['path']}: {item['reason']}")

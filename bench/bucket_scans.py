@@ -1,0 +1,137 @@
+#!/usr/bin/env python
+"""What a purpose costs in SQL: the per-bucket HNSW scans of quota assembly against the one whole-index scan of /find.
+
+    .venv/bin/python bench/bucket_scans.py [--size 10000] [--reuse]
+
+On the corpus and database of bench/assembly_latency.py, in-process (no HTTP): for each query, the coding purpose's
+bucket selects as ovsite runs them (one UNION ALL statement, assembly/candidates.py) at several `hnsw.ef_search`
+values, the /find select (retrieval/find.py), and exact search (index scans off) as the reference for recall.
+Rewrites its section of bench/RESULTS.md.
+"""
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assembly_latency  # noqa: E402 — sets the database before Django loads
+import find_latency as corpus  # noqa: E402
+
+SECTION_BEGIN, SECTION_END = "<!-- bucket_scans:begin -->", "<!-- bucket_scans:end -->"
+EF_VALUES = (20, 40, 60, 100, 200)
+
+
+def _timed(cursor, sql: str, params: list, setup: str) -> tuple[float, list]:
+    from django.db import transaction
+
+    with transaction.atomic():
+        cursor.execute(setup)
+        started = time.perf_counter()
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return (time.perf_counter() - started) * 1000, rows
+
+
+def run(args) -> dict:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from assembly.candidates import BUCKETS, COLUMNS
+    from ovsite.auth import Caller
+    from ovsite.models import Account
+    from profiles.selectors import purpose_profile
+    from retrieval.embedders import embed_queries
+    from retrieval.find import FindQuery, HIT_COLUMNS, bucket_predicate, nearest_select, scope_predicate, vector_text
+
+    if not (args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]):
+        assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
+    quotas = purpose_profile("coding").quotas
+    account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
+    scope = scope_predicate(Caller(account.id, account.name, "default", "admin"), FindQuery(query=""))
+    active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
+    vectors = [vector_text(v) for v in embed_queries(corpus.QUERIES)]
+
+    def union(vector: str) -> tuple[str, list]:
+        selects = [nearest_select(scope & bucket_predicate(b), vector, COLUMNS, k, b, gate=True) for b, k in active]
+        return " UNION ALL ".join(s.sql for s in selects), [p for s in selects for p in s.params]
+
+    exact, timings, recall = {}, {}, {}
+    with connection.cursor() as cursor:
+        for i, vector in enumerate(vectors):
+            sql, params = union(vector)
+            _, rows = _timed(cursor, sql, params, "SET LOCAL enable_indexscan = off")
+            exact[i] = {(row[-1], row[0]) for row in rows}
+        for ef in EF_VALUES:
+            samples, found, expected = [], 0, 0
+            for rep in range(2):  # the first pass warms the buffers and the plan cache
+                for i, vector in enumerate(vectors):
+                    sql, params = union(vector)
+                    ms, rows = _timed(cursor, sql, params, f"SET LOCAL hnsw.ef_search = {ef}")
+                    if rep:
+                        samples.append(ms)
+                        found += len({(row[-1], row[0]) for row in rows} & exact[i])
+                        expected += len(exact[i])
+            timings[ef], recall[ef] = statistics.median(samples), found / expected
+        find_samples = []
+        for rep in range(2):
+            for vector in vectors:
+                select = nearest_select(scope, vector, HIT_COLUMNS, 10)
+                ms, _ = _timed(cursor, select.sql, list(select.params),
+                               f"SET LOCAL hnsw.ef_search = {settings.HNSW_WIDE_EF_SEARCH}")
+                if rep:
+                    find_samples.append(ms)
+    nonempty = sorted({bucket for rows in exact.values() for bucket, _ in rows})
+    return {"buckets": active, "nonempty": nonempty, "timings": timings, "recall": recall, "find": statistics.median(find_samples),
+            "find_ef": settings.HNSW_WIDE_EF_SEARCH, "bucket_ef": settings.HNSW_EF_SEARCH, "queries": len(vectors)}
+
+
+def render(result: dict, command: str) -> str:
+    shipped = result["bucket_ef"]
+    lines = [SECTION_BEGIN, "## bucket_scans — what a purpose costs in SQL", "",
+             f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
+             f"Database `{assembly_latency.DB}` (corpus of bench/find_latency.py), {result['queries']} queries, "
+             "in-process statement time (send to last row), medians. The coding purpose searches "
+             + ", ".join(f"{b} ({k})" for b, k in result["buckets"])
+             + " — one UNION ALL statement, one HNSW scan per bucket on its partial index (m=16, ef_construction=64). "
+             "Recall = share of the exact per-bucket top-k (index scans off) that the HNSW scans return.", "",
+             "| statement | hnsw.ef_search | ms p50 | recall vs exact |", "|---|---:|---:|---:|",
+             f"| /find (whole index, k=10) | {result['find_ef']} | {result['find']:.2f} | — |"]
+    for ef, ms in result["timings"].items():
+        mark = " (shipped)" if ef == shipped else ""
+        lines.append(f"| coding buckets | {ef}{mark} | {ms:.2f} | {result['recall'][ef]:.3f} |")
+    scans = len(result["nonempty"])
+    per_scan = result["timings"][shipped] / scans
+    lines += ["", f"{scans} buckets hold nodes here (an empty bucket costs one EXISTS probe, not a scan). At the shipped "
+              f"ef_search one bucket scan costs about {per_scan:.2f} ms, {per_scan / result['find']:.2f}× the "
+              "whole-index /find statement: an HNSW traversal's cost is set by ef_search and the graph's degree more "
+              "than by the graph's size. A purpose's SQL therefore grows with its bucket count, and lowering "
+              "ef_search buys time only with recall (the rows above); this, not Python, is what keeps the assembly "
+              "overhead with a purpose above 3 ms (bench/assembly_latency.py).",
+              SECTION_END]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
+    args = parser.parse_args()
+    result = run(args)
+    command = ".venv/bin/python bench/bucket_scans.py " + " ".join(sys.argv[1:])
+    section = render(result, command.strip())
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+#!/usr/bin/env python
+"""The request-path cost of recording a RecallEvent: /search context and /recall with recording on vs off.
+
+    .venv/bin/python bench/recall_events.py [--size 2000] [--queries 200]
+
+Loads the deterministic corpus of bench/find_latency.py into its own database `ovsite_bench_events`, starts one
+gunicorn worker and, for every query, sends each request twice on one keep-alive connection: once with
+`RetrievalSettings.record_recall_events` on and once off (the row is flipped between requests, outside the timed
+span, and the order alternates per query so drift falls on both sides). Reports client and server p50 of both,
+the median paired difference, and the server's own `record` stage. Rewrites its section of bench/RESULTS.md.
+"""
+import argparse
+import datetime as dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assembly_latency  # noqa: E402 — it configures the environment before Django loads
+import find_latency as corpus  # noqa: E402
+
+DB = "ovsite_bench_events"
+corpus.BENCH_DB = DB
+os.environ["OVSITE_PG_DATABASE"] = DB
+SECTION_BEGIN, SECTION_END = "<!-- recall_events:begin -->", "<!-- recall_events:end -->"
+ENDPOINTS = {
+    "search context (coding)": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600,
+                                                         "purpose": "coding"}),
+    "recall": ("/api/v1/search/recall", {}),
+}
+
+
+def run(args) -> dict:
+    import django
+
+    django.setup()
+    import httpx
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from ovsite import embedded_pg
+    from ovsite.models import Account, AccountUser
+    from profiles.models import RecallEvent, RetrievalSettings
+
+    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), DB)
+    call_command("migrate", interactive=False, verbosity=0)
+    account, _ = Account.objects.get_or_create(name="default")
+    AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
+    conn = corpus.raw_connection()
+    bucket_indexes = assembly_latency._bucket_index_sql()
+    for name in bucket_indexes:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+    corpus.load(args.size, account.id, conn, dt.datetime.now(dt.timezone.utc))
+    with conn.transaction():
+        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        for sql in bucket_indexes.values():
+            conn.execute(sql)
+    conn.execute(f"TRUNCATE {RecallEvent._meta.db_table}")
+    settings_table = RetrievalSettings._meta.db_table
+
+    def recording(on: bool) -> None:
+        conn.execute(f"UPDATE {settings_table} SET record_recall_events = %s WHERE id = 1", [on])
+
+    server = corpus.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-events-")),
+                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server.start()
+    samples = {name: {side: {"client": [], "server": [], "record": []} for side in ("on", "off")}
+               for name in ENDPOINTS}
+    try:
+        corpus.warm_up(server)
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            for path, extra in ENDPOINTS.values():  # first-use costs out, on both sides
+                for on in (True, False):
+                    recording(on)
+                    client.post(path, json={"query": corpus.QUERIES[0], **extra}).raise_for_status()
+            for i in range(args.queries):
+                query = corpus.QUERIES[i % len(corpus.QUERIES)]
+                for name, (path, extra) in ENDPOINTS.items():
+                    for on in ((True, False) if i % 2 == 0 else (False, True)):
+                        recording(on)
+                        started = time.perf_counter()
+                        response = client.post(path, json={"query": query, **extra})
+                        elapsed = (time.perf_counter() - started) * 1000
+                        response.raise_for_status()
+                        stages = corpus.server_timing(response.headers["Server-Timing"])
+                        side = samples[name]["on" if on else "off"]
+                        side["client"].append(elapsed)
+                        side["server"].append(sum(stages.values()))
+                        if on:
+                            side["record"].append(stages["record"])
+        recorded = RecallEvent.objects.count()
+    finally:
+        server.stop()
+        recording(True)
+    return {"samples": samples, "recorded": recorded, "server_command": server.command, "size": args.size,
+            "queries": args.queries}
+
+
+def render(run: dict, command: str) -> str:
+    median = corpus.median
+    lines = [SECTION_BEGIN, "## recall_events — request-path cost of recording a RecallEvent", "",
+             f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU (shared with other engineers' work), Python "
+             f"{platform.python_version()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the "
+             "end  ",
+             f"Server: `gunicorn {run['server_command']}`, database `{DB}`, corpus of bench/find_latency.py with "
+             f"{run['size']:,} nodes; {run['queries']} queries, each request sent with recording on and off in "
+             "turn (order alternating per query) on one keep-alive connection; query-vector cache off. "
+             f"{run['recorded']:,} events recorded. All figures from this one run.", "",
+             "| request | client p50 on | client p50 off | paired Δ client p50 | server p50 on | server p50 off "
+             "| `record` stage p50 | `record` stage p95 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, sides in run["samples"].items():
+        on, off = sides["on"], sides["off"]
+        delta = median([a - b for a, b in zip(on["client"], off["client"])])
+        lines.append(f"| {name} | {median(on['client']):.2f} | {median(off['client']):.2f} | {delta:+.2f} | "
+                     f"{median(on['server']):.2f} | {median(off['server']):.2f} | {median(on['record']):.3f} | "
+                     f"{corpus.pct(on['record'], 95):.3f} |")
+    lines += ["", "Times in ms. The `record` stage is the server's own timing of the INSERT (Server-Timing); the "
+              "paired Δ is the median over queries of (on − off) for the same query.", SECTION_END, ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=2000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    command = (".venv/bin/python bench/recall_events.py " + " ".join(sys.argv[1:])).strip()
+    section = render(run(args), command)
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""The MCP endpoint (`/mcp`, streamable HTTP, the official `mcp` SDK): agent tools over the service functions the
+REST views call — each tool builds the REST request body, so the same serializers validate it and the same
+service answers. `find`, `search` and `recall` take their REST route's body as it is: their input schema is the
+REST serializer's (as drf-spectacular writes it for /api/schema/) and the serializer alone validates, so bad input
+is the REST error envelope, as a tool error. Context tools return the `rendered` text (the digest when one was
+written); the others compact JSON. Auth is the REST API keys' (`ovsite.auth`), checked per HTTP request before
+MCP sees it; `X-OpenViking-Actor-Peer` names the actor peer as on REST.
+
+The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
+sync views under ASGI, with the same connection housekeeping around them.
+"""
+import json
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.urls import path
+from drf_spectacular.drainage import GENERATOR_STATS
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.settings import patched_settings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
+from pydantic import ConfigDict
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from assembly.views import run_recall, run_search, search_view
+from ovsite.api import parse
+from ovsite.auth import Caller, authenticate_headers, require_account_caller
+from ovsite.envelope import error_envelope
+from ovsite.errors import InvalidArgument
+from retrieval import selectors
+from retrieval.find import find as find_hits
+from retrieval.views import FindRequest, LsParams, find_query_from, find_view
+from sessions_app import commit, services
+from sessions_app.views import BatchMessagesRequest, CommitRequest, SessionPath
+
+MCP_PATH = "/mcp"
+READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
+INSTRUCTIONS = ("ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
+                "start, recall before a turn that may depend on the past, search or find to look something up, "
+                "read to expand a URI, ls to browse, remember to keep what was said.")
+
+
+def _in_django(function, *args, **kwargs):
+    close_old_connections()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        close_old_connections()
+
+
+def _compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _body(**fields) -> dict:
+    """The REST request body: the arguments the client gave (MCP sends no value for an omitted one)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _state(ctx: Context):
+    return ctx.request_context.request.state
+
+
+async def _call(ctx: Context, function, **kwargs) -> CallToolResult:
+    """Runs a tool body with the request's caller; an error becomes a tool error whose text is the REST answer's
+    envelope (`{"status": "error", "error": {code, message, details}}`), unprefixed, so a client can parse it."""
+    caller = _state(ctx).ovsite_caller
+    try:
+        text = await sync_to_async(_in_django, thread_sensitive=True)(function, caller=caller, **kwargs)
+    except Exception as exc:
+        return CallToolResult(content=[TextContent(type="text", text=_compact(error_envelope(exc)[1]))],
+                              is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _context_text(result: dict) -> str:
+    return result["digest"] or result["rendered"]
+
+
+def _find(*, caller: Caller, body: dict) -> str:
+    return _compact(find_hits(caller=caller, spec=find_query_from(parse(FindRequest, body))))
+
+
+def _search(*, caller: Caller, body: dict, actor_peer: str) -> str:
+    result, _ = run_search(caller=caller, body=body, actor_peer=actor_peer)
+    return _context_text(result) if "rendered" in result else _compact(result)
+
+
+def _recall(*, caller: Caller, body: dict, actor_peer: str) -> str:
+    result, _, _ = run_recall(caller=caller, body=body, actor_peer=actor_peer)
+    return _context_text(result)
+
+
+def _read(*, caller: Caller, uris: list[str], level: str) -> str:
+    if not uris:
+        raise InvalidArgument("uris must name at least one URI", loc=["uris"])
+    read = READ_LEVELS.get(level, selectors.read_content)
+    return _compact([{"uri": uri, "level": level, "content": read(caller=caller, uri=uri)} for uri in uris])
+
+
+def _ls(*, caller: Caller, body: dict) -> str:
+    params = parse(LsParams, body)
+    entries, more = selectors.list_children(caller=caller, uri=params["uri"], recursive=params["recursive"],
+                                            node_limit=params.get("limit") or params["node_limit"],
+                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    return _compact({"entries": entries, "has_more": more})
+
+
+def _remember(*, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int) -> str:
+    session_id = parse(SessionPath, {"session_id": session_id or uuid.uuid4().hex})["session_id"]
+    parsed = parse(BatchMessagesRequest, {"messages": messages})["messages"]
+    keep = parse(CommitRequest, {"keep_recent_count": keep_recent_count})["keep_recent_count"]
+    services.add_messages(caller=caller, session_id=session_id,
+                          messages=[services.message_from(**m) for m in parsed])
+    return _compact(commit.commit_session(caller=caller, session_id=session_id, keep_recent_count=keep,
+                                          event_tags=[]))
+
+
+class RequestBody(ArgModelBase):
+    """A body tool's arguments: whatever the client sent, passed on whole as the REST request body. The REST
+    serializer is the one validation; a pydantic one before it would answer bad input in other words."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict:
+        return {"body": dict(self.model_extra or {})}
+
+
+def _inlined(node, components: dict):
+    """A schema with its `#/components/schemas/…` references replaced by what they name: a tool's input schema
+    stands alone."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inlined(components[node["$ref"].rsplit("/", 1)[1]], components)
+        return {key: _inlined(value, components) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inlined(item, components) for item in node]
+    return node
+
+
+def request_schemas() -> dict[str, dict]:
+    """The JSON schemas of the /find and /search request bodies, from the REST views' serializers, as
+    drf-spectacular writes them for /api/schema/ (OpenAPI 3.1: its schemas are JSON Schema)."""
+    routes = {"find": find_view, "search": search_view}
+    with patched_settings({"OAS_VERSION": "3.1.0"}), GENERATOR_STATS.silence():
+        schema = SchemaGenerator(patterns=[path(name, view) for name, view in routes.items()]).get_schema(
+            request=None, public=True)
+    components = schema["components"]["schemas"]
+    bodies = {name: _inlined(schema["paths"][f"/{name}"]["post"]["requestBody"]["content"]["application/json"]
+                             ["schema"], components) for name in routes}
+    # the serializer's docstring is for developers; an unknown field is a 422, as on REST
+    return {name: {**{k: v for k, v in body.items() if k != "description"}, "additionalProperties": False}
+            for name, body in bodies.items()}
+
+
+def _without(schema: dict, *fields: str) -> dict:
+    return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k not in fields},
+            "required": [k for k in schema.get("required", []) if k not in fields]}
+
+
+def _body_tool(function, *, name: str, description: str, schema: dict) -> Tool:
+    tool = Tool.from_function(function, name=name, description=description)
+    return tool.model_copy(update={"parameters": schema, "fn_metadata": FuncMetadata(arg_model=RequestBody)})
+
+
+def _body_tools(schemas: dict[str, dict]) -> list[Tool]:
+    async def find(ctx: Context, body: dict) -> CallToolResult:
+        return await _call(ctx, _find, body=body)
+
+    async def search(ctx: Context, body: dict) -> CallToolResult:
+        return await _call(ctx, _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+
+    async def recall(ctx: Context, body: dict) -> CallToolResult:
+        return await _call(ctx, _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+
+    return [
+        _body_tool(find, name="find", schema=schemas["find"], description=(
+            "Ranked hits for a query (the /api/v1/search/find primitive; its request body), as compact JSON.")),
+        _body_tool(search, name="search", schema=schemas["search"], description=(
+            '/api/v1/search/search with its request body: mode "list" gives ranked hits as compact JSON, mode '
+            '"context" the assembled, token-budgeted block as text (the digest when a rewrite wrote one).')),
+        _body_tool(recall, name="recall", schema=_without(schemas["search"], "mode"), description=(
+            "The recall preset (/api/v1/search/recall; its request body): context for this turn, as text. Pass "
+            "session_id so what was served in the last turns is not served again.")),
+    ]
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("ovsite", instructions=INSTRUCTIONS, tools=_body_tools(request_schemas()))
+
+    @server.tool(description='The session-start context (/search mode="bootstrap"): instructions, the user\'s '
+                             "profile, the session's archive, recent events and a listing, as text.")
+    async def bootstrap(ctx: Context, session_id: str | None = None, max_tokens: int | None = None,
+                        exclude_uris: list[str] | None = None) -> CallToolResult:
+        return await _call(ctx, _search, body=_body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens,
+                                                     exclude_uris=exclude_uris),
+                           actor_peer=_state(ctx).ovsite_actor_peer)
+
+    @server.tool(description="The content of viking:// URIs at one level (abstract, overview or full), as "
+                             "compact JSON [{uri, level, content}].")
+    async def read(ctx: Context, uris: list[str],
+                   level: Literal["abstract", "overview", "full"] = "full") -> CallToolResult:
+        return await _call(ctx, _read, uris=uris, level=level)
+
+    @server.tool(description="The children of a viking:// directory (/api/v1/fs/ls), as compact JSON.")
+    async def ls(ctx: Context, uri: str = "viking://", recursive: bool = False,
+                 node_limit: int | None = None) -> CallToolResult:
+        return await _call(ctx, _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
+
+    @server.tool(description="Adds messages [{role, content}] to a session (a new one without session_id) and "
+                             "commits it: the messages are archived and, with an LLM, memories are extracted.")
+    async def remember(ctx: Context, messages: list[dict[str, Any]], session_id: str | None = None,
+                       keep_recent_count: int = 0) -> CallToolResult:
+        return await _call(ctx, _remember, session_id=session_id, messages=messages,
+                           keep_recent_count=keep_recent_count)
+
+    return server
+
+
+def _authenticate(headers: Headers, remote_addr: str) -> Caller:
+    found = authenticate_headers(headers, remote_addr)
+    return require_account_caller(found[0] if found else None)
+
+
+class ApiKeyMiddleware:
+    """Refuses an HTTP request to /mcp as the REST API would (401/403 with the error envelope); otherwise the
+    caller rides in the ASGI scope's state to the tools."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        client = scope.get("client") or ("",)
+        headers = Headers(scope=scope)
+        try:
+            caller = await sync_to_async(_in_django, thread_sensitive=True)(_authenticate, headers, client[0])
+        except Exception as exc:
+            status, body = error_envelope(exc)
+            await JSONResponse(body, status_code=status,
+                               headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)(scope, receive, send)
+            return
+        scope = {**scope, "state": {**scope.get("state", {}), "ovsite_caller": caller,
+                                    "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", "")}}
+        await self.app(scope, receive, send)
+
+
+def _transport_security() -> TransportSecuritySettings:
+    """DNS-rebinding protection with Django's ALLOWED_HOSTS, so /mcp accepts the hosts the rest of the site does."""
+    hosts = [host for host in settings.ALLOWED_HOSTS if host != "testserver"]
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        allowed_hosts=[pattern for host in hosts for pattern in (host, f"{host}:*")],
+        allowed_origins=[f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https")
+                         for port in ("", ":*")])
+
+
+def build_application(django_app) -> Starlette:
+    """The ASGI app: /mcp to the MCP server (stateless streamable HTTP with JSON answers, so any worker can take
+    any request), everything else to Django. A new MCP server each call: its session manager runs once."""
+    server = build_server()
+    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+                                         transport_security=_transport_security())
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        async with server.session_manager.run():
+            yield
+
+    return Starlette(routes=[Route(MCP_PATH, endpoint=ApiKeyMiddleware(mcp_app)), Mount("/", app=django_app)],
+                     lifespan=lifespan)

@@ -1,0 +1,277 @@
+"""The MCP endpoint end to end: the `mcp` SDK's own streamable-HTTP client against a live uvicorn serving the
+project's ASGI app (Django beside /mcp), on the test database. Every tool's answer equals the REST answer."""
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import httpx2
+import pytest
+import uvicorn
+from django.test import override_settings
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from ovsite import accounts
+
+TOOLS = {"find", "search", "recall", "bootstrap", "read", "ls", "remember"}
+ROOT_KEY = "mcp-root-key"
+
+
+@pytest.fixture(scope="module")
+def live_url():
+    """A real uvicorn on a free port, in a thread of this process so that it uses the test database. Django runs
+    each ASGI request in a thread of its own, so connections are not kept (as ovsite/asgi.py sets for make run)."""
+    from django.conf import settings
+
+    from ovsite.asgi import django_application
+    from ovsite.mcp_tools import build_application
+
+    database = settings.DATABASES["default"]
+    kept_age, database["CONN_MAX_AGE"] = database["CONN_MAX_AGE"], 0
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(build_application(django_application), log_level="warning",
+                                           lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+    database["CONN_MAX_AGE"] = kept_age
+
+
+@pytest.fixture
+def store(api):
+    api.write("viking://~/memories/profile.md", "# Profile\nName: Ada. Builds ovsite.")
+    api.write("viking://~/memories/entities/caddy.md", "Caddy fronts the RTMP ingest on port 1935.")
+    api.write("viking://~/memories/events/2026/12/01/deploy.md", "# Summary\nDeployed ovsite 0.3 to production.")
+    api.write("viking://~/memories/preferences/reports.md", "Prefers reports that lead with the conclusion.")
+    api.write("viking://resources/runbooks/restart.md", "# Restart the workers\nsystemctl restart ovsite-worker")
+    return api
+
+
+def mcp_session(url: str, actions, headers: dict | None = None):
+    """Runs `actions(client)` in one MCP client session over streamable HTTP and returns what it returns."""
+    async def run():
+        async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as http:
+            async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+                return await actions(client)
+
+    return asyncio.run(run())
+
+
+def text_of(result) -> str:
+    assert not result.is_error, result.content
+    return "".join(part.text for part in result.content)
+
+
+def rest(url: str, method: str, path: str, **kwargs) -> dict:
+    response = httpx2.request(method, url + path, timeout=60, **kwargs)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_lists_every_tool(live_url, store):
+    async def actions(client):
+        return await client.list_tools()
+
+    tools = {tool.name: tool for tool in mcp_session(live_url, actions).tools}
+    assert set(tools) == TOOLS
+    assert "max_tokens" in tools["bootstrap"].input_schema["properties"]
+
+
+SEARCH = "/api/v1/search/search"
+# every tool, with the arguments its REST twin takes; find, search and recall take their REST body whole
+# (context_type, detail per bucket, peer_scope, time_field, node_limit included)
+CALLS = {
+    "find": ("find", {"query": "RTMP ingest port", "limit": 3, "context_type": ["memory", "resource"]}),
+    "search_list": ("search", {"query": "RTMP ingest port", "node_limit": 2, "time_field": "created_at"}),
+    "search_context": ("search", {"query": "how did the deploy go?", "mode": "context", "max_tokens": 300,
+                                  "context_type": "memory", "detail": {"events": "full"}, "peer_scope": "all",
+                                  "other_peer_penalty": 0.1}),
+    "recall": ("recall", {"query": "how did the deploy go?", "max_tokens": 300, "peer_scope": "actor"}),
+    "bootstrap": ("bootstrap", {"session_id": "mcp-s", "max_tokens": 900}),
+    "read": ("read", {"uris": ["viking://~/memories/entities/caddy.md"], "level": "full"}),
+    "ls": ("ls", {"uri": "viking://~/memories"}),
+    "remember": ("remember", {"session_id": "mcp-r", "messages": [
+        {"role": "user", "content": "Remember: the staging host is stg-3."},
+        {"role": "assistant", "content": "Noted."}]}),
+}
+
+
+def rest_twin(url: str, name: str, arguments: dict, headers: dict | None = None):
+    """The REST answer to the same arguments, in the form the tool gives it (text for context tools)."""
+    post = lambda path, body: rest(url, "POST", path, json=body, headers=headers)["result"]  # noqa: E731
+    if name == "find":
+        return compact(post("/api/v1/search/find", arguments))
+    if name == "search_list":
+        return compact(post(SEARCH, arguments))
+    if name == "search_context":
+        return post(SEARCH, arguments)["rendered"]
+    if name == "recall":
+        return post("/api/v1/search/recall", arguments)["rendered"]
+    if name == "bootstrap":
+        return post(SEARCH, {"mode": "bootstrap", **arguments})["rendered"]
+    if name == "read":
+        return compact([{"uri": uri, "level": "full", "content": rest(url, "GET", "/api/v1/content/read",
+                                                                     params={"uri": uri})["result"]}
+                        for uri in arguments["uris"]])
+    if name == "ls":
+        listed = rest(url, "GET", "/api/v1/fs/ls", params=arguments)
+        return compact({"entries": listed["result"], "has_more": listed["has_more"]})
+    session = "rest-r"
+    post(f"/api/v1/sessions/{session}/messages/batch", {"messages": arguments["messages"]})
+    return compact(post(f"/api/v1/sessions/{session}/commit", {}))
+
+
+def without_ids(commit_text: str) -> dict:
+    return {k: v for k, v in json.loads(commit_text).items() if k not in ("session_id", "task_id")}
+
+
+def test_each_tool_answers_as_rest_does(live_url, store):
+    async def actions(client):
+        """Each tool's answer, then its REST twin's (the server runs in its own thread: a blocking REST call here
+        waits for it), so that remember's session cannot change what an earlier pair saw."""
+        return {name: (text_of(await client.call_tool(tool, arguments)), rest_twin(live_url, name, arguments))
+                for name, (tool, arguments) in CALLS.items()}
+
+    pairs = mcp_session(live_url, actions)
+    assert pairs.keys() == CALLS.keys() and {tool for tool, _ in CALLS.values()} == TOOLS
+    answers = {name: answer for name, (answer, _) in pairs.items()}
+    for name, (answer, expected) in pairs.items():
+        if name == "remember":
+            assert without_ids(answer) == without_ids(expected)
+            assert json.loads(answer)["session_id"] == "mcp-r"
+        else:
+            assert answer == expected, name
+    assert "viking://user/default/memories/profile.md" in answers["bootstrap"]
+    assert "deploy.md" in answers["search_context"] and "caddy.md" in answers["find"]
+
+
+def test_search_tool_schema_is_the_rest_serializer(live_url, store):
+    from assembly.views import SearchRequest
+    from retrieval.views import FindRequest
+
+    async def actions(client):
+        return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    schemas = mcp_session(live_url, actions)
+    assert set(schemas["search"]["properties"]) == set(SearchRequest().fields)
+    assert set(schemas["find"]["properties"]) == set(FindRequest().fields)
+    assert set(schemas["recall"]["properties"]) == set(SearchRequest().fields) - {"mode"}
+    assert schemas["search"]["additionalProperties"] is False
+    assert schemas["search"]["properties"]["mode"]["allOf"][0]["enum"] == ["list", "context", "bootstrap"]
+
+
+def test_actor_peer_header_reaches_the_tools(live_url, store):
+    from retrieval.models import Context
+
+    Context.objects.filter(uri__endswith="/deploy.md").update(peer="bot-b")
+    headers = {"X-OpenViking-Actor-Peer": "bot-a"}
+    arguments = {"query": "how did the deploy go?", "max_tokens": 300, "peer_scope": "actor"}
+
+    async def actions(client):
+        return [text_of(await client.call_tool("recall", arguments)),
+                text_of(await client.call_tool("bootstrap", {"max_tokens": 900}))]
+
+    recalled, booted = mcp_session(live_url, actions, headers)
+    assert recalled == rest_twin(live_url, "recall", arguments, headers) and "deploy.md" not in recalled
+    assert booted == rest_twin(live_url, "bootstrap", {"max_tokens": 900}, headers)
+
+
+def test_read_levels(live_url, store):
+    async def actions(client):
+        return [json.loads(text_of(await client.call_tool("read", {"uris": [uri], "level": level})))[0]["content"]
+                for uri, level in (("viking://~/memories/entities/caddy.md", "abstract"),
+                                   ("viking://~/memories", "overview"))]
+
+    abstract, overview = mcp_session(live_url, actions)
+    assert abstract == rest(live_url, "GET", "/api/v1/content/abstract",
+                            params={"uri": "viking://~/memories/entities/caddy.md"})["result"]
+    assert overview == rest(live_url, "GET", "/api/v1/content/overview", params={"uri": "viking://~/memories"})[
+        "result"]
+
+
+def test_remember_commits_the_messages(live_url, store):
+    messages = [{"role": "user", "content": "Remember: the staging host is stg-3."},
+                {"role": "assistant", "content": "Noted."}]
+
+    async def actions(client):
+        return json.loads(text_of(await client.call_tool("remember", {"session_id": "mcp-r", "messages": messages})))
+
+    answer = mcp_session(live_url, actions)
+    assert answer["session_id"] == "mcp-r" and answer["status"] == "accepted" and answer["archived_messages"] == 2
+    session = rest(live_url, "GET", "/api/v1/sessions/mcp-r")["result"]
+    assert session["total_message_count"] == 2 and "stg-3" in session["archive_overview"]
+
+
+@pytest.mark.parametrize("tool,arguments,path", [
+    ("search", {"query": "x", "mode": "list", "max_tokens": 500}, SEARCH),  # context field in list mode
+    ("search", {"query": "x", "max_tokens": "many"}, SEARCH),  # wrong type: the serializer's words, not pydantic's
+    ("search", {"query": "x", "mode": "context", "max_tokens": 10}, SEARCH),  # out of range
+    ("search", {"query": "x", "slots": 3}, SEARCH),  # unknown field
+    ("search", {"query": "x", "mode": "context", "detail": {"events": "huge"}}, SEARCH),
+    ("search", {}, SEARCH),  # no query
+    ("find", {"query": "x", "context_type": "secrets"}, "/api/v1/search/find"),
+    ("recall", {"query": "x", "max_chars": -1}, "/api/v1/search/recall"),
+])
+def test_bad_input_is_a_tool_error_with_the_rest_envelope(live_url, store, tool, arguments, path):
+    async def actions(client):
+        return await client.call_tool(tool, arguments)
+
+    result = mcp_session(live_url, actions)
+    status, body = store.post(path, arguments)
+    assert status == 422 and body["error"]["code"] == "INVALID_ARGUMENT", body
+    assert result.is_error and json.loads(result.content[0].text) == body
+
+
+def test_tool_errors_carry_the_rest_envelope(live_url, store):
+    async def actions(client):
+        return [await client.call_tool("read", {"uris": ["viking://~/memories/entities/none.md"]}),
+                await client.call_tool("read", {"uris": ["not-a-uri"]}),
+                await client.call_tool("remember", {"messages": [{"role": "user", "content": "x"}],
+                                                    "keep_recent_count": -1})]
+
+    missing, invalid, negative = mcp_session(live_url, actions)
+    codes = [json.loads(r.content[0].text)["error"]["code"] for r in (missing, invalid, negative)]
+    assert all(r.is_error for r in (missing, invalid, negative))
+    assert codes == ["NOT_FOUND", "INVALID_URI", "INVALID_ARGUMENT"]
+
+
+def test_auth_failures_are_refused(live_url, seeded):
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "1"}}}
+    post_headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with override_settings(OVSITE_ROOT_API_KEY=ROOT_KEY):
+        key = accounts.create_account(name="acme", admin_user_id="alice")["user_key"]
+        for headers, status, code in (({}, 401, "UNAUTHENTICATED"),
+                                      ({"X-API-Key": "wrong"}, 401, "UNAUTHENTICATED"),
+                                      ({"Authorization": "Bearer wrong"}, 401, "UNAUTHENTICATED"),
+                                      ({"X-API-Key": ROOT_KEY, "X-OpenViking-Account": "nope"}, 403,
+                                       "PERMISSION_DENIED")):
+            response = httpx2.post(f"{live_url}/mcp", json=initialize, headers={**post_headers, **headers})
+            assert response.status_code == status, (headers, response.text)
+            assert response.json()["error"]["code"] == code
+
+        with pytest.raises(Exception):
+            mcp_session(live_url, lambda client: client.list_tools())
+
+        async def actions(client):
+            return text_of(await client.call_tool("ls", {"uri": "viking://"}))
+
+        for headers in ({"X-API-Key": key}, {"Authorization": f"Bearer {key}"}):
+            listed = json.loads(mcp_session(live_url, actions, headers))
+            assert [entry["name"] for entry in listed["entries"]] == ["user", "agent", "resources"]
