@@ -58,12 +58,15 @@ def envelope(result: dict, **extra: dict) -> dict:
 
 
 def operation(*, request=None, params=None, result: dict = OBJECT, response: dict | None = None,
-              errors: tuple[int, ...] = (), path_params: tuple[OpenApiParameter, ...] = (), **kwargs):
+              errors: tuple[int, ...] = (), common: tuple[int, ...] = COMMON_ERRORS,
+              path_params: tuple[OpenApiParameter, ...] = (), **kwargs):
     """`extend_schema` for one ovsite route: its JSON request serializer (or a `{media type: schema}` map) or query
     serializer, its `result` inside the envelope (or a whole `response` body), and the error statuses it answers
-    beyond the common ones."""
+    beyond the `common` ones (none for the unauthenticated probes)."""
     responses = {200: response or envelope(result)}
-    for status in sorted({*COMMON_ERRORS, *errors}):
+    # A JSON body that is not UTF-8 is 400 (ovsite.parsers) on every route that reads one.
+    body_errors = (400,) if request is not None else ()
+    for status in sorted({*common, *errors, *body_errors}):
         responses[status] = ERROR_ENVELOPE
     parameters = [*path_params, *([params] if params is not None else [])]
     if request is not None and not isinstance(request, dict):
