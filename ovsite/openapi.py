@@ -15,13 +15,11 @@ ERROR_CODES = ("INVALID_ARGUMENT", "INVALID_URI", "UNAUTHENTICATED", "PERMISSION
 # Every route may answer these (ovsite.envelope): auth, validation, limits, throttling and the database.
 COMMON_ERRORS = (401, 403, 405, 413, 415, 422, 429, 503)
 
-ANY = {}
 OBJECT = {"type": "object"}
 STRING = {"type": "string"}
 STRINGS = {"type": "array", "items": STRING}
 INTEGER = {"type": "integer"}
 BOOLEAN = {"type": "boolean"}
-NULLABLE_STRING = {"type": "string", "nullable": True}
 TIMESTAMP = {"type": "string", "format": "date-time"}
 
 ERROR_ENVELOPE = {

@@ -8,8 +8,7 @@ from rest_framework.response import Response
 
 from ovsite.api import QueryParamsSerializer, StrictSerializer, StringOrList, Timings, parse
 from ovsite.envelope import ok
-from ovsite.openapi import (BOOLEAN, INTEGER, NULLABLE_STRING, OBJECT, STRING, STRINGS, TIMESTAMP, array, envelope,
-                            obj, operation)
+from ovsite.openapi import BOOLEAN, INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation
 from ovsite.errors import InvalidArgument
 from retrieval import ingest, selectors, services
 from retrieval.find import CONTEXT_TYPES, FILTER_FIELDS, FindQuery, find, parse_time
@@ -115,6 +114,7 @@ WRITE_RESULT = obj({**TASK_RESULT["properties"], "uri": STRING, "root_uri": STRI
                     "context_type": {"type": "string", "enum": list(CONTEXT_TYPES)}, "mode": STRING,
                     "written_bytes": INTEGER, "content_updated": BOOLEAN, "semantic_status": _STATUS,
                     "vector_status": _STATUS}, {"processing": PROCESSING})
+
 
 class UriParams(QueryParamsSerializer):
     uri = serializers.CharField()
