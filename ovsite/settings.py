@@ -177,20 +177,18 @@ OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
 # as one file node, as before (bench/quality.py measures both).
 OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
-DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
+# The largest request body (JSON; for multipart, the fields besides files): 413 above it (ovsite/parsers.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
-        "rest_framework.parsers.MultiPartParser",
-        "rest_framework.parsers.FormParser",
-    ],
+    # Request bodies are JSON; the one upload route (resources/temp_upload) declares its multipart parser.
+    "DEFAULT_PARSER_CLASSES": ["ovsite.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "ovsite.openapi.OvsiteAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 # drf-spectacular runs its schema generation as a deploy check; its notes on the function views (no serializer
@@ -201,6 +199,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Context server for AI agents (OpenViking-compatible HTTP API).",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema is public: reading it needs no key, so it costs no key lookup either.
+    "SERVE_AUTHENTICATION": [],
 }
 
 # Request ids (django-guid): an incoming X-Request-ID that is a UUID is kept, otherwise one is made; it is returned
