@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install browser pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
+.PHONY: run test install browser test-services pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,17 +25,24 @@ migrate: pg-start
 	$(PY) manage.py migrate --noinput
 
 # ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py). Stored token counts made with other
-# weights or another family are recounted before serving (retrieval/recount.py).
+# weights or another family are recounted before serving (retrieval/recount.py); console_login says how to log in to
+# /admin/ (creating the superuser from DJANGO_SUPERUSER_* when set).
 run: migrate
 	$(PY) manage.py recount_tokens --if-stale
+	$(PY) manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
+
+# The fault tests start their own redis-server (a real Celery broker, tests/test_faults.py): Debian's package.
+test-services:
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends redis-server; }
 
 # Headless Chromium and its driver from Debian for the console's browser test (tests/test_console_browser.py).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-test: pg-start browser
+test: pg-start browser test-services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: migrate

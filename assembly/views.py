@@ -1,7 +1,7 @@
 """`POST /api/v1/search/search` and its thin preset `POST /api/v1/search/recall`."""
 import logging
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 
@@ -9,9 +9,10 @@ from assembly import service
 from assembly.params import ASSEMBLY_FIELDS, BOOTSTRAP_FIELDS, BOOTSTRAP_IGNORED
 from ovsite.api import parse
 from ovsite.envelope import ok
+from ovsite.openapi import OBJECT, STRING, array, obj, operation
 from profiles.models import BUCKETS, TIERS, validate_quotas
 from profiles.selectors import current_settings
-from retrieval.views import FindRequest, find_query_from
+from retrieval.views import FIND_RESULT, FindRequest, find_query_from
 
 log = logging.getLogger(__name__)
 SEARCH_DESCRIPTION = """`mode`: `list` (ranked hits, the /find shape plus `query_plan`), `context` (an assembled,
@@ -43,6 +44,11 @@ class QuotasField(serializers.DictField):
         except Exception as exc:
             raise serializers.ValidationError(getattr(exc, "messages", [str(exc)])) from exc
         return data
+
+
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["compact"]}]})
+class RenderField(serializers.Field):
+    """Schema only: `service.recall_request` checks and translates /recall's `render` alias."""
 
 
 @extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["auto"]}]})
@@ -99,6 +105,24 @@ class SearchRequest(FindRequest):
         return data
 
 
+class RecallRequest(SearchRequest):
+    """/recall's body for the schema: the /search body (with `mode` "context" by default) plus the v1 aliases,
+    which `service.recall_request` translates before the /search validation runs."""
+
+    max_chars = serializers.IntegerField(min_value=1, required=False, help_text="deprecated: max_tokens × 4")
+    min_score = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
+                                       help_text="deprecated: score_threshold")
+    render = RenderField(required=False, help_text='deprecated: true is detail "auto", false or "compact" '
+                                                   'is detail "abstract"')
+
+
+ENTRY = obj({"uri": STRING, "category": STRING, "score": {"type": "number"},
+             "detail": {"type": "string", "enum": [*TIERS, "uri"]}, "text": STRING})
+CONTEXT_RESULT = obj({"entries": array(ENTRY), "rendered": STRING, "digest": STRING, "stats": OBJECT})
+LIST_RESULT = obj(FIND_RESULT["properties"], {"query_plan": obj({"queries": array(STRING), "query_expansion": STRING})})
+SEARCH_RESULT = {"oneOf": [LIST_RESULT, CONTEXT_RESULT]}
+
+
 def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
                settings_row=None):
     """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
@@ -121,13 +145,16 @@ def _actor_peer(request) -> str:
     return request.headers.get("X-OpenViking-Actor-Peer", "")
 
 
-@extend_schema(request=SearchRequest, description=SEARCH_DESCRIPTION)
+@operation(request=SearchRequest, result=SEARCH_RESULT, errors=(400,), description=SEARCH_DESCRIPTION)
 @api_view(["POST"])
 def search_view(request):
     result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
     return ok(result, headers=timings.header())
 
 
+@operation(request=RecallRequest, result=SEARCH_RESULT, errors=(400,),
+           description="A preset of /search mode=\"context\" (DESIGN.md §4): purpose, score_threshold and, "
+                       "with a session_id, dedup_turns default to the operator's recall settings.")
 @api_view(["POST"])
 def recall_view(request):
     result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request))

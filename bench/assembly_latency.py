@@ -45,18 +45,27 @@ def _bucket_index_sql() -> dict[str, str]:
                 if ix.name.startswith("context_hnsw_")}
 
 
-def run(args) -> dict:
+def migrate_reused() -> None:
+    """A reused bench database gets the migrations the code expects: on a stale schema the server answers 500."""
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def load_bench_corpus(size: int):
+    """Sets Django up on the bench database `corpus.BENCH_DB` (migrated) and loads the corpus of
+    bench/find_latency.py into it, the per-bucket partial HNSW indexes built after the load. Returns the loader's
+    figures (plus `bucket_index_s`) and the raw connection."""
     import django
 
     django.setup()
-    import httpx
     from django.conf import settings
     from django.core.management import call_command
 
     from ovsite import embedded_pg
     from ovsite.models import Account, AccountUser
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), DB)
+    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), corpus.BENCH_DB)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
@@ -64,13 +73,20 @@ def run(args) -> dict:
     bucket_indexes = _bucket_index_sql()
     for name in bucket_indexes:  # the loader rebuilds the full index after its COPY; these follow it
         conn.execute(f"DROP INDEX IF EXISTS {name}")
-    loaded = corpus.load(args.size, account.id, conn, dt.datetime.now(dt.timezone.utc))
+    loaded = corpus.load(size, account.id, conn, dt.datetime.now(dt.timezone.utc))
     started = time.perf_counter()
     with conn.transaction():
         conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
         for sql in bucket_indexes.values():
             conn.execute(sql)
     loaded["bucket_index_s"] = time.perf_counter() - started
+    return loaded, conn
+
+
+def run(args) -> dict:
+    import httpx
+
+    loaded, _ = load_bench_corpus(args.size)
     # Every request embeds its own query: the per-process query-vector cache would hide the embedder from the
     # requests that follow /find with the same words, and this bench compares the kernels.
     server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-asm-")),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python
 """The request-path cost of recording a RecallEvent: /search context and /recall with recording on vs off.
 
-    .venv/bin/python bench/recall_events.py [--size 2000] [--queries 200]
+    .venv/bin/python bench/recall_events.py [--size 2000] [--queries 200] [--inserts 500]
 
 Loads the deterministic corpus of bench/find_latency.py into its own database `ovsite_bench_events`, starts one
 gunicorn worker and, for every query, sends each request twice on one keep-alive connection: once with
 `RetrievalSettings.record_recall_events` on and once off (the row is flipped between requests, outside the timed
 span, and the order alternates per query so drift falls on both sides). Reports client and server p50 of both,
-the median paired difference, and the server's own `record` stage. Rewrites its section of bench/RESULTS.md.
+the median paired difference, and the server's own `record` stage; then times the recording call alone in-process,
+the shipped statement against the ORM path it replaced. Rewrites its section of bench/RESULTS.md.
 """
 import argparse
 import datetime as dt
@@ -34,30 +35,11 @@ ENDPOINTS = {
 
 
 def run(args) -> dict:
-    import django
-
-    django.setup()
     import httpx
-    from django.conf import settings
-    from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
-    from profiles.models import RecallEvent, RetrievalSettings
+    _, conn = assembly_latency.load_bench_corpus(args.size)
+    from profiles.models import RecallEvent, RetrievalSettings  # once Django is set up
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), DB)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
-    conn = corpus.raw_connection()
-    bucket_indexes = assembly_latency._bucket_index_sql()
-    for name in bucket_indexes:
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
-    corpus.load(args.size, account.id, conn, dt.datetime.now(dt.timezone.utc))
-    with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        for sql in bucket_indexes.values():
-            conn.execute(sql)
     conn.execute(f"TRUNCATE {RecallEvent._meta.db_table}")
     settings_table = RetrievalSettings._meta.db_table
 
@@ -96,7 +78,46 @@ def run(args) -> dict:
         server.stop()
         recording(True)
     return {"samples": samples, "recorded": recorded, "server_command": server.command, "size": args.size,
-            "queries": args.queries}
+            "queries": args.queries, "insert_paths": insert_paths(args.inserts)}
+
+
+def insert_paths(count: int) -> dict[str, list[float]]:
+    """The recording call alone, in this process on the bench database, `count` times each, alternating: the
+    shipped `record_recall_event` (one statement) against the ORM path it replaced (BEGIN, SET LOCAL
+    synchronous_commit, Model.objects.create, COMMIT), with the same stats; the rows are deleted after."""
+    from django.db import connection, transaction
+
+    from profiles.models import RecallEvent
+    from profiles.services import record_recall_event
+
+    stats = {"purpose": "coding", "max_tokens": 1600, "used_tokens": 1210, "candidates": 40, "returned": 9,
+             "dropped": 2, "dedup": {"cooled": 1}, "tier_counts": {"full": 2, "overview": 1, "abstract": 5, "uri": 1},
+             "query_expansion": "off", "rewrite": "off"}
+
+    def shipped():
+        record_recall_event(endpoint="search", account_id=None, stats=stats, latency_ms=30.0)
+
+    def orm():
+        tiers = stats["tier_counts"]
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            RecallEvent.objects.create(
+                endpoint="search", purpose=stats["purpose"], account_id=None, max_tokens=stats["max_tokens"],
+                used_tokens=stats["used_tokens"], candidates=stats["candidates"], returned=stats["returned"],
+                dropped=stats["dropped"], cooled=stats["dedup"]["cooled"], tier_full=tiers["full"],
+                tier_overview=tiers["overview"], tier_abstract=tiers["abstract"], tier_uri=tiers["uri"],
+                query_expansion=stats["query_expansion"], rewrite=stats["rewrite"], latency_ms=30.0)
+
+    times = {"one statement (shipped)": [], "ORM transaction (before)": []}
+    paths = list(zip(times, (shipped, orm)))
+    for i in range(count):
+        for name, path in (paths if i % 2 == 0 else paths[::-1]):
+            started = time.perf_counter()
+            path()
+            times[name].append((time.perf_counter() - started) * 1000)
+    RecallEvent.objects.filter(endpoint="search", latency_ms=30.0).delete()
+    return times
 
 
 def render(run: dict, command: str) -> str:
@@ -120,8 +141,15 @@ def render(run: dict, command: str) -> str:
         lines.append(f"| {name} | {median(on['client']):.2f} | {median(off['client']):.2f} | {delta:+.2f} | "
                      f"{median(on['server']):.2f} | {median(off['server']):.2f} | {median(on['record']):.3f} | "
                      f"{corpus.pct(on['record'], 95):.3f} |")
+    paths = run["insert_paths"]
+    count = len(next(iter(paths.values())))
     lines += ["", "Times in ms. The `record` stage is the server's own timing of the INSERT (Server-Timing); the "
-              "paired Δ is the median over queries of (on − off) for the same query.", SECTION_END, ""]
+              "paired Δ is the median over queries of (on − off) for the same query.", "",
+              f"The recording call alone, in the bench process, {count} times each path, alternating (same run):", "",
+              "| path | p50 | p95 |", "|---|---:|---:|"]
+    lines += [f"| {name} | {median(times):.3f} | {corpus.pct(times, 95):.3f} |" for name, times in paths.items()]
+    shipped, before = (median(times) for times in paths.values())
+    lines += ["", f"The shipped statement costs {shipped / before:.2f}× the ORM path it replaced.", SECTION_END, ""]
     return "\n".join(lines)
 
 
@@ -129,6 +157,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--inserts", type=int, default=500)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     command = (".venv/bin/python bench/recall_events.py " + " ".join(sys.argv[1:])).strip()

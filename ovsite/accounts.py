@@ -1,4 +1,5 @@
-"""Account services for the admin API: create accounts and users, issue and rotate keys (shown once)."""
+"""Account services for the admin API and the admin console: create accounts and users, issue, rotate and revoke
+keys. A key's plain text is returned once, to be shown once; only its digest is stored."""
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -6,20 +7,47 @@ from ovsite.errors import Conflict, NotFound
 from ovsite.models import Account, AccountUser, ApiKey, hash_key, new_key
 
 
-def _issue_key(user: AccountUser) -> str:
-    key = new_key()
-    ApiKey.objects.create(user=user, key_hash=hash_key(key))
+def issue_key(*, key: ApiKey) -> str:
+    """Saves the new `key` (its user set) with the digest of a fresh key; returns the plain key, which exists
+    nowhere else."""
+    plain = new_key()
+    key.key_hash = hash_key(plain)
+    key.save()
+    return plain
+
+
+def open_account(*, account: Account, admin_user_id: str) -> tuple[AccountUser, str]:
+    """Saves the new `account` with its first user, an admin, and that user's key: (the user, the plain key)."""
+    try:
+        with transaction.atomic():
+            account.save()
+            user = AccountUser.objects.create(account=account, user_id=admin_user_id, role="admin")
+            key = issue_key(key=ApiKey(user=user))
+    except IntegrityError as exc:
+        raise Conflict(f"account {account.name!r} already exists",
+                       {"resource": account.name, "type": "account"}) from exc
+    return user, key
+
+
+def enrol_user(*, user: AccountUser) -> str:
+    """Saves the new `user` (account, user_id and role set) with a key of its own; returns the plain key."""
+    try:
+        with transaction.atomic():
+            user.save()
+            key = issue_key(key=ApiKey(user=user))
+    except IntegrityError as exc:
+        raise Conflict(f"user {user.user_id!r} already exists in {user.account.name!r}",
+                       {"resource": user.user_id, "type": "user"}) from exc
     return key
 
 
+def revoke_keys(*, keys) -> int:
+    """Revokes the active keys of the queryset `keys` at once (the next request with one is 401); returns how many."""
+    return keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
 def create_account(*, name: str, admin_user_id: str) -> dict:
-    try:
-        with transaction.atomic():
-            account = Account.objects.create(name=name)
-            user = AccountUser.objects.create(account=account, user_id=admin_user_id, role="admin")
-            key = _issue_key(user)
-    except IntegrityError as exc:
-        raise Conflict(f"account {name!r} already exists", {"resource": name, "type": "account"}) from exc
+    _, key = open_account(account=Account(name=name), admin_user_id=admin_user_id)
     return {"account_id": name, "admin_user_id": admin_user_id, "user_key": key}
 
 
@@ -36,14 +64,7 @@ def _account(name: str) -> Account:
 
 
 def add_user(*, account_name: str, user_id: str, role: str) -> dict:
-    account = _account(account_name)
-    try:
-        with transaction.atomic():
-            user = AccountUser.objects.create(account=account, user_id=user_id, role=role)
-            key = _issue_key(user)
-    except IntegrityError as exc:
-        raise Conflict(f"user {user_id!r} already exists in {account_name!r}",
-                       {"resource": user_id, "type": "user"}) from exc
+    key = enrol_user(user=AccountUser(account=_account(account_name), user_id=user_id, role=role))
     return {"account_id": account_name, "user_id": user_id, "role": role, "user_key": key}
 
 
@@ -53,6 +74,6 @@ def rotate_key(*, account_name: str, user_id: str) -> dict:
     if user is None:
         raise NotFound(user_id, "user")
     with transaction.atomic():
-        ApiKey.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
-        key = _issue_key(user)
+        revoke_keys(keys=ApiKey.objects.filter(user=user))
+        key = issue_key(key=ApiKey(user=user))
     return {"account_id": account_name, "user_id": user_id, "user_key": key}

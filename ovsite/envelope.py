@@ -1,6 +1,7 @@
 """The HTTP envelope: `{"status": "ok", "result": …}` or `{"status": "error", "error": {code, message, details}}`."""
 import logging
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
@@ -56,8 +57,9 @@ def _classify(exc) -> tuple[int, str, str, dict]:
         return 415, "INVALID_ARGUMENT", str(exc.detail), {}
     if isinstance(exc, drf.Throttled):
         return 429, "RESOURCE_EXHAUSTED", str(exc.detail), {}
-    if isinstance(exc, RequestDataTooBig):
-        return 413, "RESOURCE_EXHAUSTED", "request body too large", {}
+    if isinstance(exc, RequestDataTooBig):  # Django's own check, on the fields of a multipart body
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return 413, "RESOURCE_EXHAUSTED", f"request body exceeds {limit} bytes", {"limit_bytes": limit}
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.warning("database unavailable: %s", exc)
         return 503, "UNAVAILABLE", "database unavailable", {"service": "database"}

@@ -20,6 +20,12 @@ class InvalidArgument(OvsiteError):
         super().__init__(message, details)
 
 
+class MalformedBody(OvsiteError):
+    """A body that is not text in its declared encoding: not a validation failure (422) but a broken request."""
+
+    code, status = "INVALID_ARGUMENT", 400
+
+
 class InvalidUri(OvsiteError):
     code, status = "INVALID_URI", 400
 

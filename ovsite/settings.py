@@ -10,11 +10,29 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 DEBUG = env.bool("OVSITE_DEBUG", default=False)
-SECRET_KEY = env.str("OVSITE_SECRET_KEY", default="ovsite-dev-only-secret-key-change-me-in-production")
+DEV_SECRET_KEY = "ovsite-dev-only-secret-key-change-me-in-production"  # `check --deploy` rejects it (ovsite/checks.py)
+SECRET_KEY = env.str("OVSITE_SECRET_KEY", default=DEV_SECRET_KEY)
 ALLOWED_HOSTS = env.list("OVSITE_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+
+# Production behind a TLS-terminating load balancer (README "Operating ovsite"): OVSITE_HTTPS=true makes cookies
+# secure, redirects plain HTTP (except the probes and the scrape, which load balancers and Prometheus make over
+# HTTP) and sends HSTS; the balancer must set X-Forwarded-Proto.
+OVSITE_HTTPS = env.bool("OVSITE_HTTPS", default=False)
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = OVSITE_HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^health$", r"^ready$", r"^metrics$"]
+if OVSITE_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env.int("OVSITE_HSTS_SECONDS", default=31536000 if OVSITE_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("OVSITE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("OVSITE_HSTS_PRELOAD", default=True)
 
 # Auth: without a root key the server runs in dev mode (account/user "default", loopback callers only).
 OVSITE_ROOT_API_KEY = env.str("OVSITE_ROOT_API_KEY", default="")
+# The admin console's first login, created by `make run` (manage.py console_login) when name and password are set:
+# Django's own variables, which `createsuperuser --noinput` reads (the password only there).
+DJANGO_SUPERUSER_USERNAME = env.str("DJANGO_SUPERUSER_USERNAME", default="")
+DJANGO_SUPERUSER_EMAIL = env.str("DJANGO_SUPERUSER_EMAIL", default="")
+DJANGO_SUPERUSER_PASSWORD_SET = bool(env.str("DJANGO_SUPERUSER_PASSWORD", default=""))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -25,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "django_guid",
     "ovsite",
     "profiles",
     "retrieval",
@@ -33,6 +52,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id and the timing cover everything below, the redirects and the errors included.
+    "django_guid.middleware.guid_middleware",
+    "ovsite.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -143,6 +165,9 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis holds a delivered, unacknowledged task this long before handing it to another worker (a worker killed
+# mid-task). It must exceed the longest task, or a slow task runs twice; kombu's default is one hour.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("OVSITE_CELERY_VISIBILITY_TIMEOUT_S", default=3600)}
 
 # Limits on what one request may write.
 OVSITE_MAX_CONTENT_BYTES = env.int("OVSITE_MAX_CONTENT_BYTES", default=2 * 1024 * 1024)
@@ -152,32 +177,50 @@ OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
 # as one file node, as before (bench/quality.py measures both).
 OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
-DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
+# The largest request body (JSON; for multipart, the fields besides files): 413 above it (ovsite/parsers.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
-        "rest_framework.parsers.MultiPartParser",
-        "rest_framework.parsers.FormParser",
-    ],
+    # Request bodies are JSON; the one upload route (resources/temp_upload) declares its multipart parser.
+    "DEFAULT_PARSER_CLASSES": ["ovsite.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "ovsite.openapi.OvsiteAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
+# drf-spectacular runs its schema generation as a deploy check; its notes on the function views (no serializer
+# class, no auth extension) are about the OpenAPI schema's detail, not about the deployment.
+SILENCED_SYSTEM_CHECKS = ["drf_spectacular.W001", "drf_spectacular.W002"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "ovsite",
     "DESCRIPTION": "Context server for AI agents (OpenViking-compatible HTTP API).",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema is public: reading it needs no key, so it costs no key lookup either.
+    "SERVE_AUTHENTICATION": [],
 }
 
+# Request ids (django-guid): an incoming X-Request-ID that is a UUID is kept, otherwise one is made; it is returned
+# in the response's X-Request-ID and is the `request_id` of every log line written while the request runs.
+DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True,
+               "EXPOSE_HEADER": True}
+
+# One JSON object per log line (python-json-logger) on stderr; OVSITE_LOG_FORMAT=text for people at a terminal.
+OVSITE_LOG_FORMAT = env.str("OVSITE_LOG_FORMAT", default="json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"}},
+    "formatters": {
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+                 "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+                 "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id"],
+                             "formatter": OVSITE_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("OVSITE_LOG_LEVEL", default="WARNING")},
 }

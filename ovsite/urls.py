@@ -11,6 +11,7 @@ handler400 = "ovsite.envelope.django_bad_request"
 urlpatterns = [
     path("health", views.health),
     path("ready", views.ready),
+    path("metrics", views.metrics),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/admin/", include("ovsite.admin_urls")),
     path("api/v1/", include("sessions_app.urls")),

@@ -1,4 +1,5 @@
 from django.db import connection
+from django.http import HttpResponse
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
@@ -8,11 +9,16 @@ from ovsite import accounts
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.auth import IsRoot
 from ovsite.envelope import error_body, ok
+from ovsite.metrics import scrape
+from ovsite.openapi import BOOLEAN, STRING, TIMESTAMP, array, obj, operation, path_parameter
 
 # "." and ".." are not ids: `viking://user/..` does not parse, so such a user could never reach its own space.
 ID_FIELD = dict(max_length=64, regex=r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$")
+ACCOUNT = path_parameter("account", ID_FIELD["regex"], ID_FIELD["max_length"], "the account's id")
+USER = path_parameter("user", ID_FIELD["regex"], ID_FIELD["max_length"], "the user's id in the account")
 
 
+@operation(response=obj({"status": {"type": "string", "enum": ["ok"]}, "healthy": BOOLEAN}), common=())
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
@@ -20,6 +26,13 @@ def health(request):
     return Response({"status": "ok", "healthy": True})
 
 
+def metrics(request):
+    """Prometheus' scrape (text exposition format), outside DRF: no key, no envelope; see ovsite/metrics.py."""
+    body, content_type = scrape()
+    return HttpResponse(body, content_type=content_type)
+
+
+@operation(result=obj({"ready": BOOLEAN}), errors=(503,), common=())
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
@@ -52,6 +65,20 @@ class RotateKeyRequest(StrictSerializer):
     accepted_ignored = ("seed",)
 
 
+class MemberPath(StrictSerializer):
+    """The account (and user) named in an admin route's path: ids as they are created, or 422."""
+
+    account = serializers.RegexField(**ID_FIELD)
+    user = serializers.RegexField(**ID_FIELD, required=False)
+
+
+KEY_ISSUED = {"account_id": STRING, "user_key": STRING}
+
+
+@operation(methods=["GET"], params=ListAccountsParams,
+           result=array(obj({"account_id": STRING, "created_at": TIMESTAMP})))
+@operation(methods=["POST"], request=CreateAccountRequest, result=obj({**KEY_ISSUED, "admin_user_id": STRING}),
+           errors=(409,))
 @api_view(["GET", "POST"])
 @permission_classes([IsRoot])
 def admin_accounts(request):
@@ -62,15 +89,21 @@ def admin_accounts(request):
     return ok(accounts.create_account(name=data["account_id"], admin_user_id=data["admin_user_id"]))
 
 
+@operation(request=AddUserRequest, result=obj({**KEY_ISSUED, "user_id": STRING, "role": STRING}),
+           errors=(404, 409), path_params=(ACCOUNT,))
 @api_view(["POST"])
 @permission_classes([IsRoot])
 def admin_users(request, account):
+    path = parse(MemberPath, {"account": account})
     data = parse(AddUserRequest, request.data)
-    return ok(accounts.add_user(account_name=account, user_id=data["user_id"], role=data["role"]))
+    return ok(accounts.add_user(account_name=path["account"], user_id=data["user_id"], role=data["role"]))
 
 
+@operation(request=RotateKeyRequest, result=obj({**KEY_ISSUED, "user_id": STRING}), errors=(404,),
+           path_params=(ACCOUNT, USER))
 @api_view(["POST"])
 @permission_classes([IsRoot])
 def admin_user_key(request, account, user):
+    path = parse(MemberPath, {"account": account, "user": user})
     parse(RotateKeyRequest, request.data or {})
-    return ok(accounts.rotate_key(account_name=account, user_id=user))
+    return ok(accounts.rotate_key(account_name=path["account"], user_id=path["user"]))

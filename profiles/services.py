@@ -17,25 +17,39 @@ ROLLED_UP = ("used_tokens", "max_tokens", "returned", "dropped", "cooled")
 ROLL_UP_LOCK = 0x5245_4341  # pg_advisory_xact_lock key of the roll-up ("RECA")
 
 
+# The event's columns in the order `_event_row` gives them.
+_EVENT_COLUMNS = ("endpoint", "purpose", "account_id", "max_tokens", "used_tokens", "candidates", "returned",
+                  "dropped", "cooled", "tier_full", "tier_overview", "tier_abstract", "tier_uri", "query_expansion",
+                  "rewrite", "latency_ms", "created_at")
+_EVENT_VALUES = ", ".join(["%s"] * len(_EVENT_COLUMNS))
+_INSERT_EVENT = f"INSERT INTO {RecallEvent._meta.db_table} ({', '.join(_EVENT_COLUMNS)}) "
+# One statement, one round trip, committed without waiting for the WAL flush: set_config(..., true) lasts for the
+# statement's own transaction. The ORM's BEGIN/SET/INSERT/COMMIT cost ~4× as much, the flush ~10× (bench/RESULTS.md,
+# recall_events); an event lost in a crash costs a dashboard point.
+_INSERT_EVENT_RELAXED = (f"WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
+                         f"{_INSERT_EVENT}SELECT {_EVENT_VALUES} FROM relaxed")
+
+
+def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> list:
+    tiers = stats["tier_counts"]
+    return [endpoint, stats["purpose"] or "", account_id or None, stats["max_tokens"], stats["used_tokens"],
+            stats["candidates"], stats["returned"], stats["dropped"], stats["dedup"]["cooled"], tiers["full"],
+            tiers["overview"], tiers["abstract"], tiers["uri"], stats["query_expansion"], stats["rewrite"],
+            latency_ms, timezone.now()]
+
+
 def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> None:
     """One RecallEvent from a context result's stats. Accounting never fails the request it accounts for."""
-    tiers = stats["tier_counts"]
     try:
-        # A transaction of its own, committed without waiting for the WAL flush: an event lost in a crash costs a
-        # dashboard point, the flush added ~1 ms more per request (bench/RESULTS.md, recall_events). Inside a caller's transaction
-        # (tests, ATOMIC_REQUESTS) it is a savepoint instead, and the caller's durability is left alone.
-        nested = connection.in_atomic_block
-        with transaction.atomic():
-            if not nested:
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            RecallEvent.objects.create(
-                endpoint=endpoint, purpose=stats["purpose"] or "", account_id=account_id or None,
-                max_tokens=stats["max_tokens"], used_tokens=stats["used_tokens"], candidates=stats["candidates"],
-                returned=stats["returned"], dropped=stats["dropped"], cooled=stats["dedup"]["cooled"],
-                tier_full=tiers["full"], tier_overview=tiers["overview"], tier_abstract=tiers["abstract"],
-                tier_uri=tiers["uri"], query_expansion=stats["query_expansion"], rewrite=stats["rewrite"],
-                latency_ms=latency_ms)
+        row = _event_row(endpoint=endpoint, account_id=account_id, stats=stats, latency_ms=latency_ms)
+        if connection.in_atomic_block:
+            # Inside a caller's transaction (tests, ATOMIC_REQUESTS): a savepoint, so a failed INSERT leaves the
+            # caller's transaction usable, and the caller's durability is left alone.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"{_INSERT_EVENT}VALUES ({_EVENT_VALUES})", row)
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(_INSERT_EVENT_RELAXED, row)
     except Exception:
         log.exception("could not record a recall event")
 

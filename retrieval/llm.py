@@ -13,6 +13,8 @@ from pathlib import Path
 import openai
 from django.conf import settings
 
+from ovsite import metrics
+
 log = logging.getLogger(__name__)
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
@@ -66,6 +68,8 @@ def load_prompt(name: str) -> Prompt:
 def record_usage(*, kind: str, model: str, account_id: int | None, completion: Completion, latency_ms: float):
     from profiles.models import LLMUsage
 
+    metrics.record_llm_call(kind=kind, model=model, outcome=completion.outcome,
+                            prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
     try:
         LLMUsage.objects.create(kind=kind, model=model, account_id=account_id or None,
                                 prompt_tokens=completion.prompt_tokens,

@@ -1,15 +1,17 @@
 """HTTP views of the store and the retrieval primitive: parse, call one service, wrap in the envelope."""
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, parser_classes
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from ovsite.api import QueryParamsSerializer, StrictSerializer, StringOrList, Timings, parse
 from ovsite.envelope import ok
+from ovsite.openapi import BOOLEAN, INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation
 from ovsite.errors import InvalidArgument
 from retrieval import ingest, selectors, services
-from retrieval.find import CONTEXT_TYPES, FindQuery, find, parse_time
+from retrieval.find import CONTEXT_TYPES, FILTER_FIELDS, FindQuery, find, parse_time
 from retrieval.uris import parse_uri
 from retrieval.waiting import queue_status, wait_for_tasks
 
@@ -26,6 +28,16 @@ class LevelField(serializers.Field):
         return values
 
 
+_FILTER_VALUE = {"oneOf": [{"type": "string", "pattern": "^[^\\x00]*$"},
+                           {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[^\\x00]*$"}}]}
+
+
+@extend_schema_field({"type": "object", "nullable": True, "additionalProperties": False,
+                      "properties": {name: _FILTER_VALUE for name in FILTER_FIELDS}})
+class FilterField(serializers.DictField):
+    """Equality filters on node columns; `retrieval.find` checks the names and values."""
+
+
 class FindRequest(StrictSerializer):
     query = serializers.CharField(allow_blank=True, max_length=8000, trim_whitespace=False, default="")
     image_url = serializers.CharField(required=False, allow_null=True, allow_blank=True)
@@ -34,7 +46,7 @@ class FindRequest(StrictSerializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
     node_limit = serializers.IntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
     score_threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True)
-    filter = serializers.DictField(required=False, allow_null=True)
+    filter = FilterField(required=False, allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=32)
     since = serializers.CharField(required=False, allow_null=True, max_length=64)
     until = serializers.CharField(required=False, allow_null=True, max_length=64)
@@ -58,6 +70,13 @@ class FindRequest(StrictSerializer):
         return data
 
 
+HIT = obj({"context_type": {"type": "string", "enum": list(CONTEXT_TYPES)}, "uri": STRING,
+           "level": {"type": "integer", "enum": [1, 2]}, "score": {"type": "number", "minimum": 0, "maximum": 1},
+           "abstract": STRING, "tags": STRINGS}, {"content": STRING})
+FIND_RESULT = obj({"memories": array(HIT), "resources": array(HIT), "skills": array(HIT),
+                   "total": {"type": "integer", "minimum": 0}})
+
+
 def find_query_from(data: dict) -> FindQuery:
     return FindQuery(
         query=data["query"],
@@ -75,7 +94,7 @@ def find_query_from(data: dict) -> FindQuery:
     )
 
 
-@extend_schema(request=FindRequest)
+@operation(request=FindRequest, result=FIND_RESULT, errors=(400,))
 @api_view(["POST"])
 def find_view(request):
     timings = Timings()
@@ -88,6 +107,15 @@ def find_view(request):
 
 # content -----------------------------------------------------------------------------------------------------
 
+PROCESSING = obj({"pending_tasks": INTEGER, "done": BOOLEAN}, {"pending_nodes": INTEGER, "failed_nodes": INTEGER})
+TASK_RESULT = obj({"task_id": STRING, "uris": STRINGS, "changed": STRINGS}, {"processing": PROCESSING})
+_STATUS = {"type": "string", "enum": ["queued", "complete", "failed"]}
+WRITE_RESULT = obj({**TASK_RESULT["properties"], "uri": STRING, "root_uri": STRING,
+                    "context_type": {"type": "string", "enum": list(CONTEXT_TYPES)}, "mode": STRING,
+                    "written_bytes": INTEGER, "content_updated": BOOLEAN, "semantic_status": _STATUS,
+                    "vector_status": _STATUS}, {"processing": PROCESSING})
+
+
 class UriParams(QueryParamsSerializer):
     uri = serializers.CharField()
 
@@ -98,6 +126,7 @@ class ReadParams(UriParams):
     raw = serializers.BooleanField(default=False)
 
 
+@operation(params=ReadParams, result=STRING, errors=(400, 404))
 @api_view(["GET"])
 def content_read(request):
     params = parse(ReadParams, request.query_params)
@@ -105,11 +134,13 @@ def content_read(request):
                                      limit=params["limit"]))
 
 
+@operation(params=UriParams, result=STRING, errors=(400, 404))
 @api_view(["GET"])
 def content_abstract(request):
     return ok(selectors.read_abstract(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
 
 
+@operation(params=UriParams, result=STRING, errors=(400, 404))
 @api_view(["GET"])
 def content_overview(request):
     return ok(selectors.read_overview(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
@@ -157,6 +188,7 @@ def _finish(request_data: dict, caller, result: dict) -> dict:
     return result
 
 
+@operation(request=WriteRequest, result=WRITE_RESULT, errors=(400, 409))
 @api_view(["POST"])
 def content_write(request):
     data = parse(WriteRequest, request.data)
@@ -164,6 +196,7 @@ def content_write(request):
     return ok(services.write_file(caller=request.user, write=write, wait=data["wait"], timeout_s=data.get("timeout")))
 
 
+@operation(request=BatchWriteRequest, result=TASK_RESULT, errors=(400, 409))
 @api_view(["POST"])
 def content_batch_write(request):
     data = parse(BatchWriteRequest, request.data)
@@ -180,6 +213,17 @@ def content_batch_write(request):
 
 
 # fs ----------------------------------------------------------------------------------------------------------
+
+NODE_STATE = {"type": "string", "enum": ["pending", "ready", "failed"]}
+ENTRY = {"uri": STRING, "name": STRING, "isDir": BOOLEAN, "size": INTEGER, "modTime": {**TIMESTAMP, "nullable": True},
+         "context_type": STRING, "category": STRING, "abstract": STRING, "tags": STRINGS, "state": NODE_STATE}
+PAGE = obj({"status": {"type": "string", "enum": ["ok"]}, "result": array(obj(ENTRY)), "has_more": BOOLEAN})
+TREE_PAGE = obj({**PAGE["properties"],
+                 "result": array(obj({**ENTRY, "depth": {"type": "integer", "minimum": 1}, "rel_path": STRING}))})
+STAT = obj({**ENTRY, "error": STRING, "created_at": TIMESTAMP, "content_hash": STRING, "embedding_model": STRING,
+            "attempts": INTEGER, "tokens": obj({"abstract": INTEGER, "overview": INTEGER, "content": INTEGER})})
+REMOVE_RESULT = obj({"uri": STRING, "estimated_deleted_count": INTEGER, "task_id": STRING},
+                    {"processing": PROCESSING})
 
 LS_DISPLAY_OPTIONS = ("simple", "output", "show_all_hidden", "sort_by", "sort_order", "extra_fields",
                       "include_tags", "include_abstract", "include_overview", "overview_limit", "profile")
@@ -205,6 +249,7 @@ def _page(entries: list, has_more: bool) -> Response:
     return Response({"status": "ok", "result": entries, "has_more": has_more})
 
 
+@operation(params=LsParams, response=PAGE, errors=(400, 404))
 @api_view(["GET"])
 def fs_ls(request):
     params = parse(LsParams, request.query_params)
@@ -214,6 +259,7 @@ def fs_ls(request):
     return _page(entries, more)
 
 
+@operation(params=TreeParams, response=TREE_PAGE, errors=(400, 404))
 @api_view(["GET"])
 def fs_tree(request):
     params = parse(TreeParams, request.query_params)
@@ -230,6 +276,7 @@ def fs_tree(request):
     return _page([e for e in entries if e["depth"] <= params["level_limit"]], more)
 
 
+@operation(params=UriParams, result=STAT, errors=(400, 404))
 @api_view(["GET"])
 def fs_stat(request):
     return ok(selectors.stat(caller=request.user, uri=parse(UriParams, request.query_params)["uri"]))
@@ -246,12 +293,14 @@ class RemoveParams(UriParams):
     wait = serializers.BooleanField(default=False)
 
 
+@operation(request=MkdirRequest, result=obj({"uri": STRING, "task_id": STRING}), errors=(400, 409))
 @api_view(["POST"])
 def fs_mkdir(request):
     data = parse(MkdirRequest, request.data)
     return ok(services.make_directory(caller=request.user, uri=data["uri"]))
 
 
+@operation(params=RemoveParams, result=REMOVE_RESULT, errors=(400, 404, 409))
 @api_view(["DELETE"])
 def fs_remove(request):
     params = parse(RemoveParams, request.query_params)
@@ -261,7 +310,13 @@ def fs_remove(request):
 
 # resources and skills ----------------------------------------------------------------------------------------
 
+UPLOAD_FORM = {"multipart/form-data": {"type": "object", "required": ["file"],
+                                       "properties": {"file": {"type": "string", "format": "binary"}}}}
+
+
+@operation(request=UPLOAD_FORM, result=obj({"temp_file_id": STRING, "size": INTEGER}), errors=(400,))
 @api_view(["POST"])
+@parser_classes([MultiPartParser])
 def resources_temp_upload(request):
     upload = request.FILES.get("file")
     if upload is None:
@@ -290,6 +345,8 @@ class AddResourceRequest(WriteOptionsMixin, StrictSerializer):
         return data
 
 
+@operation(request=AddResourceRequest, result=obj({"root_uri": STRING, "task_id": STRING}, closed=False),
+           errors=(400, 404, 409))
 @api_view(["POST"])
 def resources_add(request):
     data = parse(AddResourceRequest, request.data)
@@ -315,6 +372,17 @@ class ListSkillsParams(QueryParamsSerializer):
     target_uri = serializers.CharField(required=False)
 
 
+SKILL_ADDED = obj({"status": {"type": "string", "enum": ["success"]}, "name": STRING, "uri": STRING,
+                   "root_uri": STRING, "auxiliary_files": INTEGER, "task_id": STRING, "skipped": array(OBJECT)},
+                  {"processing": PROCESSING})
+SKILL = obj({"type": {"type": "string", "enum": ["skill"]}, "name": STRING, "uri": STRING, "root_uri": STRING,
+             "skill_md_uri": STRING, "description": {}, "tags": {}, "allowed_tools": {}, "abstract": STRING,
+             "state": NODE_STATE})
+SKILLS = obj({"skills": array(SKILL), "total": INTEGER}, {"root_uri": STRING, "root_uris": STRINGS})
+
+
+@operation(methods=["GET"], params=ListSkillsParams, result=SKILLS, errors=(400,))
+@operation(methods=["POST"], request=AddSkillRequest, result=SKILL_ADDED, errors=(400, 404, 409))
 @api_view(["GET", "POST"])
 def skills(request):
     if request.method == "GET":
@@ -329,16 +397,25 @@ def skills(request):
 
 # system ------------------------------------------------------------------------------------------------------
 
+WAIT_RESULT = obj({"pending_tasks": INTEGER, "pending_nodes": INTEGER, "failed_nodes": INTEGER, "done": BOOLEAN})
+TASK = obj({"task_id": STRING, "kind": STRING, "status": STRING, "uris": STRINGS, "error": STRING,
+            "created_at": TIMESTAMP, "finished_at": {**TIMESTAMP, "nullable": True}})
+
+
 class WaitRequest(StrictSerializer):
     timeout = serializers.FloatField(min_value=0, max_value=600, required=False, allow_null=True)
 
 
+@operation(request=WaitRequest, result=WAIT_RESULT)
 @api_view(["POST"])
 def system_wait(request):
     data = parse(WaitRequest, request.data or {})
     return ok(wait_for_tasks(caller=request.user, task_ids=None, timeout_s=data.get("timeout")))
 
 
+@operation(result=obj({"pending_tasks": INTEGER, "pending_nodes": INTEGER, "failed_nodes": INTEGER,
+                              "embedding_model": STRING, "embedding_dim": INTEGER,
+                              "llm": {"type": "string", "enum": ["on", "off"]}}))
 @api_view(["GET"])
 def system_status(request):
     status = queue_status(caller=request.user)
@@ -347,6 +424,7 @@ def system_status(request):
     return ok(status)
 
 
+@operation(result=TASK, errors=(404,))
 @api_view(["GET"])
 def task_detail(request, task_id):
     return ok(selectors.task_detail(caller=request.user, task_id=task_id))

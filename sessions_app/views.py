@@ -4,12 +4,14 @@ from rest_framework.decorators import api_view
 
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.envelope import ok
+from ovsite.openapi import INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation, path_parameter
 from sessions_app import commit, selectors, services
-from sessions_app.models import Message
+from sessions_app.models import Commit, Message
 
 # Dot-only ids are refused: HTTP clients collapse `.` and `..` path segments, so such a session is unreachable.
 SESSION_ID_PATTERN = r"\A(?!\.+\Z)[A-Za-z0-9_.:-]{1,128}\Z"
 SESSION_ID_MESSAGE = "1–128 characters of A–Z, a–z, 0–9, _ . : -"
+SESSION_ID = path_parameter("session_id", r"^(?!\.+$)[A-Za-z0-9_.:-]{1,128}$", 128, SESSION_ID_MESSAGE)
 
 
 def session_id_field(**kwargs) -> serializers.RegexField:
@@ -35,6 +37,13 @@ class ListSessionsParams(QueryParamsSerializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
 
 
+_SESSION_ROW = {"session_id": STRING, "user": STRING, "total_message_count": INTEGER, "created_at": TIMESTAMP,
+                "updated_at": TIMESTAMP}
+SESSION = obj({**_SESSION_ROW, "message_count": INTEGER, "archive_overview": STRING})
+
+
+@operation(methods=["GET"], params=ListSessionsParams, result=array(obj(_SESSION_ROW)))
+@operation(methods=["POST"], request=CreateSessionRequest, result=SESSION, errors=(409,))
 @api_view(["GET", "POST"])
 def sessions(request):
     if request.method == "GET":
@@ -48,6 +57,8 @@ class OpenSessionParams(QueryParamsSerializer):
     auto_create = serializers.BooleanField(default=False)
 
 
+@operation(methods=["GET"], params=OpenSessionParams, result=SESSION, errors=(404,), path_params=(SESSION_ID,))
+@operation(methods=["DELETE"], result=obj({"session_id": STRING}), errors=(404,), path_params=(SESSION_ID,))
 @api_view(["GET", "DELETE"])
 def session_detail(request, session_id):
     session_id = _session_id(session_id)
@@ -87,6 +98,10 @@ class BatchMessagesRequest(StrictSerializer):
     messages = MessageRequest(many=True, allow_empty=False, max_length=1000)
 
 
+ADDED = obj({"session_id": STRING, "message_count": INTEGER, "added": INTEGER})
+
+
+@operation(request=MessageRequest, result=ADDED, errors=(404,), path_params=(SESSION_ID,))
 @api_view(["POST"])
 def add_message(request, session_id):
     session_id = _session_id(session_id)
@@ -94,6 +109,7 @@ def add_message(request, session_id):
     return ok(services.add_messages(caller=request.user, session_id=session_id, messages=[message]))
 
 
+@operation(request=BatchMessagesRequest, result=ADDED, errors=(404,), path_params=(SESSION_ID,))
 @api_view(["POST"])
 def add_messages_batch(request, session_id):
     session_id = _session_id(session_id)
@@ -105,6 +121,13 @@ class ContextParams(QueryParamsSerializer):
     token_budget = serializers.IntegerField(min_value=0, max_value=10_000_000, default=128_000)
 
 
+CONTEXT_MESSAGE = obj({"index": INTEGER, "role": STRING, "content": STRING, "parts": array(OBJECT),
+                       "peer_id": STRING, "created_at": TIMESTAMP, "estimated_tokens": INTEGER})
+SESSION_CONTEXT = obj({"archive_overview": STRING, "messages": array(CONTEXT_MESSAGE), "estimated_tokens": INTEGER,
+                       "total_message_count": INTEGER})
+
+
+@operation(params=ContextParams, result=SESSION_CONTEXT, errors=(404,), path_params=(SESSION_ID,))
 @api_view(["GET"])
 def session_context(request, session_id):
     session_id = _session_id(session_id)
@@ -131,6 +154,15 @@ class CommitRequest(StrictSerializer):
     extraction_metadata = ExtractionMetadata(required=False)
 
 
+_STEP = {"type": "string", "enum": [choice for choice, _ in Commit.STEP_CHOICES]}
+COMMITTED = obj({"session_id": STRING, "task_id": STRING, "status": {"type": "string", "enum": ["accepted"]},
+                 "archived": {"type": "boolean"}, "archived_messages": INTEGER, "message_count": INTEGER,
+                 "total_message_count": INTEGER, "archive_summary": _STEP, "extraction": _STEP,
+                 "memories_extracted": INTEGER, "memories_deduplicated": INTEGER, "memories_skipped": INTEGER,
+                 "memory_uris": STRINGS, "error": STRING})
+
+
+@operation(request=CommitRequest, result=COMMITTED, errors=(404,), path_params=(SESSION_ID,))
 @api_view(["POST"])
 def commit_session(request, session_id):
     session_id = _session_id(session_id)

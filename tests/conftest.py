@@ -69,6 +69,19 @@ def seeded(transactional_db):
 
 
 @pytest.fixture
+def operator(seeded):
+    """A Django test client logged in to the admin as a superuser (`operator.user`)."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    user = User.objects.create_superuser("operator", "op@example.com", "pw-operator")
+    client = Client()
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+@pytest.fixture
 def api(seeded):
     """Dev mode (no root key): loopback callers act as account `default`, user `default`."""
     return Api(APIClient())

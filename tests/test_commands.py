@@ -1,4 +1,4 @@
-"""Management commands: import_dir, reembed, retry_failed, and the embedded PostgreSQL launcher."""
+"""Management commands: import_dir, reembed, retry_failed, console_login, and the embedded PostgreSQL launcher."""
 import os
 import shutil
 import signal
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from ovsite import embedded_pg
 from retrieval.models import Context
@@ -74,3 +76,57 @@ def test_embedded_pg_restarts_after_kill_and_stale_handle_file(own_pgdata):
 def test_pg_command_reports_status(action, capsys):
     call_command("pg", action)
     assert capsys.readouterr().out.strip() == "running"
+
+
+ADMIN_URL = "http://127.0.0.1:8123/admin/"
+
+
+@pytest.fixture
+def superuser_env(settings, monkeypatch):
+    """DJANGO_SUPERUSER_* as `make run` would see them: names in the settings, the password in the environment,
+    where createsuperuser --noinput reads it."""
+    settings.DJANGO_SUPERUSER_USERNAME, settings.DJANGO_SUPERUSER_EMAIL = "ops", "ops@example.com"
+    settings.DJANGO_SUPERUSER_PASSWORD_SET = True
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "pw-from-env")
+
+
+def test_console_login_creates_the_superuser_from_the_env_once(db, superuser_env, capsys):
+    call_command("console_login", "--admin-url", ADMIN_URL)
+    assert capsys.readouterr().out.strip() == (f"Admin console: {ADMIN_URL} — log in as 'ops' (superuser created "
+                                               "from DJANGO_SUPERUSER_USERNAME and DJANGO_SUPERUSER_PASSWORD).")
+    ops = User.objects.get(username="ops")
+    assert ops.is_superuser and ops.is_staff and ops.email == "ops@example.com" and ops.check_password("pw-from-env")
+    ops.set_password("changed-since")
+    ops.save()
+    call_command("console_login", "--admin-url", ADMIN_URL)  # the next `make run`: no error, nothing overwritten
+    assert "(superuser exists; its password is left as it is)" in capsys.readouterr().out
+    assert User.objects.get(username="ops").check_password("changed-since") and User.objects.count() == 1
+
+
+def test_console_login_without_the_env_prints_the_url_and_the_command(db, settings, capsys):
+    settings.DJANGO_SUPERUSER_USERNAME, settings.DJANGO_SUPERUSER_PASSWORD_SET = "", False
+    call_command("console_login", "--admin-url", ADMIN_URL)
+    out = capsys.readouterr().out
+    assert out.startswith(f"Admin console: {ADMIN_URL} — to create a login, run once:\n"
+                          "  .venv/bin/python manage.py createsuperuser\n")
+    assert not User.objects.exists()
+
+
+def test_console_login_with_a_name_but_no_password_creates_nothing_and_says_why(db, settings, capsys):
+    settings.DJANGO_SUPERUSER_USERNAME, settings.DJANGO_SUPERUSER_PASSWORD_SET = "ops", False
+    call_command("console_login", "--admin-url", ADMIN_URL)
+    captured = capsys.readouterr()
+    assert "DJANGO_SUPERUSER_PASSWORD is not" in captured.err and "manage.py createsuperuser" in captured.out
+    assert not User.objects.exists()
+
+
+def test_console_login_refuses_a_bad_name_from_the_env(db, superuser_env, settings):
+    settings.DJANGO_SUPERUSER_USERNAME = "not a name!"
+    with pytest.raises(CommandError):
+        call_command("console_login", "--admin-url", ADMIN_URL)
+
+
+def test_make_run_says_how_to_log_in():
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    run_recipe = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    assert "manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/" in run_recipe

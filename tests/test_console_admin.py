@@ -21,15 +21,6 @@ from profiles.seeds import BUILTIN_PROFILES
 SEARCH = "/api/v1/search/search"
 
 
-@pytest.fixture
-def operator(seeded):
-    user = User.objects.create_superuser("operator", "op@example.com", "pw-operator")
-    client = Client()
-    client.force_login(user)
-    client.user = user
-    return client
-
-
 def form_data(obj, **overrides) -> dict:
     """What the admin's change form posts for `obj`, with `overrides`: every editable field, as the browser
     sends it (JSON as text, None as an empty field)."""

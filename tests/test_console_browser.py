@@ -15,9 +15,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from ovsite.models import Account
+from ovsite.models import Account, ApiKey, hash_key
 from profiles.models import LLMUsage, ModelPrice, RecallEvent
 
 ARTEFACTS = Path(__file__).resolve().parent / "artefacts"
@@ -83,7 +83,7 @@ def charts_drawn(driver) -> list:
     return drawn if containers and len(drawn) == len(containers) else []
 
 
-def test_operator_edits_coding_quotas_and_reads_both_dashboards(browser, live_server, seeded_usage):
+def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(browser, live_server, seeded_usage):
     log_in(browser, live_server)
 
     browser.find_element(By.LINK_TEXT, "Purpose profiles").click()
@@ -132,3 +132,16 @@ def test_operator_edits_coding_quotas_and_reads_both_dashboards(browser, live_se
     assert len(wait(browser, charts_drawn)) == 3
     assert browser.find_element(By.ID, "total-prompt").text == "3000"
     shot(browser, "06-llm-cost-today")
+
+    browser.get(live_server.url + "/admin/ovsite/apikey/add/")  # one browser session: a key, shown once
+    Select(browser.find_element(By.ID, "id_user")).select_by_visible_text("default/default")
+    browser.find_element(By.NAME, "_save").click()
+    key = wait(browser, ready.presence_of_element_located((By.ID, "issued-key"))).text
+    assert ApiKey.objects.get().key_hash == hash_key(key)
+    shot(browser, "07-key-issued")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "Continue to").click()
+    wait(browser, ready.presence_of_element_located((By.CSS_SELECTOR, ".field-status")))
+    assert key not in browser.page_source
+    browser.back()  # the page that showed it is not cached: coming back shows no key
+    assert key not in browser.page_source
+    shot(browser, "08-key-not-shown-again")

@@ -54,3 +54,32 @@ def test_query_embedding_failure_is_503(api, remote_embedder):
     remote_embedder.script.mode = "error"
     status, body = api.post("/api/v1/search/find", {"query": "kafka"})
     assert status == 503 and body["error"]["code"] == "UNAVAILABLE"
+
+
+def test_failed_re_embedding_never_serves_new_content_under_the_old_vector(api, remote_embedder):
+    """A replace whose embedding fails leaves the node failed: it leaves search (its stored vector is the old
+    text's) until a retry embeds the new content."""
+    api.write(NOTE, "Kafka consumer lag alerts fire above 10k messages.")
+    assert hit_uris(api.find("kafka lag alert", level=2)) == [NOTE]
+    remote_embedder.script.mode = "error"
+    api.write(NOTE, "Zookeeper quorum needs three voting nodes.")
+    remote_embedder.script.mode = "ok"
+    assert NOTE not in hit_uris(api.find("kafka lag alert")) + hit_uris(api.find("zookeeper quorum"))
+    status, body = api.post("/api/v1/search/search", {"query": "kafka lag alert zookeeper quorum",
+                                                     "mode": "context", "score_threshold": 0.0})
+    assert status == 200 and NOTE not in str(body["result"]), body
+    assert retry_failed() >= 1
+    assert hit_uris(api.find("zookeeper quorum", level=2)) == [NOTE]
+    assert NOTE not in hit_uris(api.find("kafka lag alert", score_threshold=0.5))
+
+
+def test_batch_write_with_failed_embedding_serves_none_of_its_files(api, remote_embedder):
+    remote_embedder.script.mode = "error"
+    status, body = api.post("/api/v1/content/batch-write", {"operations": [
+        {"uri": NOTE, "content": "Kafka consumer lag alerts."},
+        {"uri": "viking://resources/notes/redis.md", "content": "Redis eviction policy is allkeys-lru."}]})
+    assert status == 200, body
+    remote_embedder.script.mode = "ok"
+    for uri in (NOTE, "viking://resources/notes/redis.md"):
+        assert api.get("/api/v1/fs/stat", uri=uri)[1]["result"]["state"] == "failed"
+    assert hit_uris(api.find("kafka lag redis eviction", score_threshold=0.0)) == []
