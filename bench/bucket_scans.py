@@ -73,19 +73,20 @@ def run(args) -> dict:
     from profiles.selectors import purpose_profile
     from retrieval.embedders import embed_queries
     from retrieval.find import (FindQuery, HIT_COLUMNS, bucket_predicate, nearest_select, scope_predicate,
-                                union_statement, vector_text)
+                                union_statement, vector_literal)
 
-    if not (args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]):
+    if args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]:
+        assembly_latency.migrate_reused()
+    else:
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
     quotas = purpose_profile("coding").quotas
     account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
     scope = scope_predicate(Caller(account.id, account.name, "default", "admin"), FindQuery(query=""))
     active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
-    vectors = [vector_text(v) for v in embed_queries(corpus.QUERIES)]
+    vectors = list(embed_queries(corpus.QUERIES))
 
-    def union(vector: str) -> tuple[str, list]:
-        selects = [nearest_select(scope & bucket_predicate(b), vector, COLUMNS, k, b, gate=True) for b, k in active]
-        return " UNION ALL ".join(s.sql for s in selects), [p for s in selects for p in s.params]
+    def union(vector) -> tuple[str, list]:
+        return union_statement(*quota_statement(scope, [vector], active, None))
 
     exact, exact_rows, timings, recall = {}, {}, {}, {}
     shipped_pool, shipped_minimum = settings.QUOTA_POOL_SIZE, settings.QUOTA_POOL_MIN_THRESHOLD
@@ -108,7 +109,7 @@ def run(args) -> dict:
         find_samples = []
         for rep in range(2):
             for vector in vectors:
-                select = nearest_select(scope, vector, HIT_COLUMNS, 10)
+                select = nearest_select(scope, vector_literal(vector), HIT_COLUMNS, 10)
                 ms, _ = _timed(cursor, select.sql, list(select.params),
                                f"SET LOCAL hnsw.ef_search = {settings.HNSW_WIDE_EF_SEARCH}")
                 if rep:

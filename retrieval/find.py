@@ -161,7 +161,19 @@ def peer_predicate(peers: tuple[str, ...]) -> Predicate:
 HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
 
 
-def nearest_select(where: Predicate, vector: str, columns: tuple[str, ...], limit: int, label: str = "",
+def vector_literal(vector) -> Predicate:
+    return Predicate("%s::vector", (vector_text(vector),))
+
+
+def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
+    """(a named subquery holding the vector, the expression that reads it). A statement with several scans of one
+    query vector then carries its ~7 KB of text once instead of once per scan; the HNSW scans take the read as a
+    one-time parameter, as they would a literal."""
+    return (Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector)", (vector_text(vector),)),
+            Predicate(f"(SELECT vector FROM {name})"))
+
+
+def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...], limit: int, label: str = "",
                    gate: bool = False, only_if: Predicate | None = None) -> Predicate:
     """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order).
 
@@ -171,9 +183,9 @@ def nearest_select(where: Predicate, vector: str, columns: tuple[str, ...], limi
     selected = ", ".join(f'"retrieval_context"."{column}"' for column in columns)
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
     only_if_sql = f" AND ({only_if.sql})" if only_if else ""
-    sql = (f'(SELECT {selected}, ("retrieval_context"."embedding" <=> %s::vector) AS distance, %s AS bucket '
+    sql = (f'(SELECT {selected}, ("retrieval_context"."embedding" <=> {vector.sql}) AS distance, %s AS bucket '
            f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql}{only_if_sql} ORDER BY distance LIMIT %s)')
-    params = ((vector, label) + where.params + (where.params if gate else ()) + (only_if.params if only_if else ())
+    params = (vector.params + (label,) + where.params + (where.params if gate else ()) + (only_if.params if only_if else ())
               + (limit,))
     return Predicate(sql, params)
 
@@ -242,7 +254,7 @@ def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None
     """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
-    found = fetch_union([nearest_select(where, vector_text(vector), columns, spec.limit)],
+    found = fetch_union([nearest_select(where, vector_literal(vector), columns, spec.limit)],
                         settings.HNSW_WIDE_EF_SEARCH)
     for row in found:
         del row["bucket"]

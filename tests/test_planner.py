@@ -109,7 +109,7 @@ def test_planned_costs_bound_the_rendered_text(items, max_tokens, detail, family
                   for i, (score, abstract, tokens, is_file) in enumerate(items)]
     plan = plan_tiers(candidates, Caps(max_tokens=max_tokens, detail=detail, family=family))
     assert plan.used_tokens <= max_tokens
-    filler = {e.candidate.uri: "x" * (e.body_tokens * 4) for e in plan.entries}  # 0.22/char ≤ 1/4
+    filler = {e.candidate.uri: "a" * (e.body_tokens * 4) for e in plan.entries}  # a letter ≤ 0.18/char ≤ 1/4
     blocks = [render_block(e.candidate.uri, e.candidate.category, e.candidate.score, e.tier,
                            e.candidate.abstract if e.tier == "abstract" else filler[e.candidate.uri])
               for e in plan.entries]
