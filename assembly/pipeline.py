@@ -1,7 +1,7 @@
 """The assembly pipeline (DESIGN.md §5), one stage per module; this file reads as the list of steps:
 
-request → [expansion] → candidates → dedup/exclude → plan (pure) → fetch (one query) → render → [rewrite]
-→ ledger → stats
+request → [expansion] → candidates → dedup/exclude → plan (pure) → fetch (one query) → render
+→ merge sections → [rewrite] → ledger → stats
 
 mode="bootstrap" runs the same kernel with the slot manifest as its provider (`assemble_bootstrap`).
 """
@@ -10,6 +10,7 @@ from assembly import candidates as providers
 from assembly.dedup import drop_served
 from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
+from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
 from assembly.planner import Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
@@ -17,6 +18,7 @@ from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from retrieval.find import scoped_rows
+from retrieval.selectors import document_uris
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -64,6 +66,33 @@ def _fit(entries: list[dict], max_tokens: int, family: str) -> tuple[list[dict],
             victim["block"] = render_block(victim["uri"], victim["category"], victim["score"], tier, victim["text"])
 
 
+def _merged(caller: Caller, entries: list[dict], rendered: str, used: int,
+            family: str) -> tuple[list[dict], str, int, dict]:
+    """Sections of one document merged into one entry where that saves tokens; the documents are looked up only
+    when two served entries share a parent."""
+    parents: dict[str, int] = {}
+    for entry in entries:
+        if entry["detail"] != "uri":
+            parents[parent_uri(entry["uri"])] = parents.get(parent_uri(entry["uri"]), 0) + 1
+    shared = {uri for uri, count in parents.items() if count > 1}
+    merged = {"entries": 0, "sections": 0, "saved_tokens": 0}
+    if not shared:
+        return entries, rendered, used, merged
+    out = merge_sections(entries, document_uris(caller=caller, uris=shared), family)
+    if len(out) == len(entries):
+        return entries, rendered, used, merged
+    rendered = render_blocks([e["block"] for e in out])
+    after = estimate_tokens(rendered, family)
+    groups = [e for e in out if "sections" in e]
+    merged.update(entries=len(groups), sections=sum(len(e["sections"]) for e in groups), saved_tokens=used - after)
+    return out, rendered, after, merged
+
+
+def _served(entries: list[dict]) -> list[tuple[str, str]]:
+    """(uri, detail) of what was served: a merged entry served each of its sections."""
+    return [(uri, e["detail"]) for e in entries for uri in e.get("sections", [e["uri"]])]
+
+
 def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
     out = []
     for planned in plan.entries:
@@ -104,13 +133,15 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         bodies = fetch_bodies(caller=caller, plan=plan, family=caps.family)
     with timings.stage("render"):
         entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, caps.family)
+    with timings.stage("merge"):
+        entries, rendered, used, merged = _merged(caller, entries, rendered, used, caps.family)
     with timings.stage("rewrite"):
         digest = rewrite_digest(rewrite=params.rewrite, rendered=rendered, entries=entries, context=context,
                                 max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
                                 account_id=caller.account_id)
     if turns and entries:
         with timings.stage("ledger"):
-            ledger.record_served(session=session, served=[(e["uri"], e["detail"]) for e in entries])
+            ledger.record_served(session=session, served=_served(entries))
     stats = _stats(entries, candidates=len(found.items), searched=found.searched, excluded=filtered.excluded,
                    deduped=filtered.cooled, kept=len(filtered.kept), used=used, max_tokens=params.max_tokens,
                    family=caps.family)
@@ -124,6 +155,7 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         "dedup": {"turns": turns, "cooled": filtered.cooled,
                   "turn": session.total_message_count if session is not None else 0},
         "ignored": list(params.ignored),
+        "merged": merged,
     })
     if params.deprecated:
         stats["deprecated"] = list(params.deprecated)
@@ -141,7 +173,7 @@ def _stats(entries: list[dict], *, candidates: int, searched: dict, excluded: in
         "excluded": excluded,
         "deduped": deduped,
         "returned": len(entries),
-        "dropped": kept - len(entries),
+        "dropped": kept - len(_served(entries)),
         "max_tokens": max_tokens,
         "used_tokens": used,
         "tier_counts": tier_counts,
@@ -151,7 +183,8 @@ def _stats(entries: list[dict], *, candidates: int, searched: dict, excluded: in
 
 def _result(entries: list[dict], rendered: str, digest: Digest, stats: dict) -> dict:
     return {
-        "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text")} for e in entries],
+        "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text", "sections") if k in e}
+                    for e in entries],
         "rendered": rendered,
         "digest": digest.digest,
         "stats": stats,

@@ -71,7 +71,8 @@ def rewrite_digest(*, rewrite, rendered: str, entries: list[dict], context: Sess
         return Digest()
     if not entries:
         return Digest(status="empty")  # nothing was served, so no bullet could cite anything: no call
-    served = {entry["uri"] for entry in entries}
+    # A merged entry cites as its document and as each of its sections.
+    served = {uri for entry in entries for uri in (entry["uri"], *entry.get("sections", ()))}
     prompt = load_prompt("rewrite")
     session_text = context.text(chars=SESSION_CHARS, overview_chars=SESSION_OVERVIEW_CHARS,
                                 message_chars=SESSION_MESSAGE_CHARS, roles=("user",))

@@ -1,5 +1,5 @@
 """The corpus of bench/quality.py: runbooks and manuals in English and Chinese whose answers sit in later sections
-(four of them past the head of a long section), and the questions about them, each with its gold document and the
+(eight of them past the head of a long section), and the questions about them, each with its gold document and the
 answer string that must reach `rendered`."""
 from dataclasses import dataclass
 
@@ -213,6 +213,48 @@ BACKUP_MANUAL = """# 备份系统手册
 如果恢复失败，平台会保留失败现场，由备份团队在四小时内给出分析结论。
 """
 
+CI_HANDBOOK = """# Build and release pipeline handbook
+
+## What the pipeline does
+Every merge to the main branch of a service repository starts the pipeline. It compiles the service, runs the
+tests, builds a container image, scans it and publishes it to the internal registry, where the deploy tool picks it
+up. Branches other than main run the same steps except the publishing one, so that a pull request shows the same
+result as the merge it would become.
+
+## Build runners and caches
+Builds run on a pool of ephemeral runners that are created for one job and destroyed after it, so that no job can
+see the files of another. A runner has four cores and sixteen gigabytes of memory; a job that needs more asks for
+the large runner class in its pipeline file, and the platform team reviews those requests once a month because the
+large class costs four times as much. Dependencies are downloaded through the package mirror, never from the public
+registries directly, which keeps builds working when a public registry is down and lets the security team block a
+bad package everywhere at once. Each repository has its own build cache keyed by the lock file of its dependencies.
+A cache entry that has not been used for 14 days is evicted by the nightly cleanup job, and a repository whose cache
+grows over twenty gigabytes is told so in its pipeline summary.
+
+## Flaky tests and quarantine
+A test that fails and then passes on a retry of the same commit is marked flaky by the test reporter, which keeps a
+history of every test over the last month. Flaky tests slow every team down, because a red build blocks the merge
+queue until someone retries it, and because people stop trusting red builds at all. The owning team gets a ticket
+for each flaky test, with the failure logs and the commits where it failed. Teams are expected to fix the test or
+delete it; a test that is still flaky after the ticket has been open for a week is taken out of the blocking set.
+To take a test out of the blocking set, add it to the quarantine list with ci quarantine add TEST_ID --reason TEXT;
+the test still runs and reports, but its failures no longer block the merge queue until it is removed from the list.
+"""
+
+QUEUE_MANUAL = """# 消息队列运维手册
+
+## 简介
+消息队列集群承载订单、支付、库存和通知四类业务的异步消息，由五个代理节点组成，分布在两个机房。每个业务有自己的主题，主题的分区数在创建时确定，之后只能增加不能减少。
+
+## 消费积压处理
+消费积压是最常见的告警。积压告警的阈值按主题单独配置，默认是任何一个分区的积压超过十万条并且持续十分钟。收到告警后，先在看板上确认积压是集中在个别分区，还是所有分区都在增长：个别分区积压通常是某个消费者实例卡住了，重启那个实例就能恢复；所有分区都在增长，说明消费能力整体不够，或者下游系统变慢了。消费能力不够时，可以增加消费者实例，但实例数超过分区数以后，多出来的实例不会分到任何分区，增加也没有用。下游系统变慢时，增加消费者反而会加重下游的压力，这时应该先联系下游团队。处理积压期间不要重置消费位点，否则可能丢失消息或者重复消费，除非业务负责人明确同意。积压消除以后，在告警群里说明原因和处理过程，并在一周内提交复盘记录。复盘记录要写清楚积压开始和结束的时间、影响的业务、采取的措施和后续的改进计划，改进计划要有负责人和完成时间。平台团队每个月汇总一次所有的积压事件，找出反复出现的问题，和相关团队一起制定长期的解决方案，比如调整分区数、优化消费逻辑或者拆分主题。
+如果积压超过两个小时仍然没有下降，要电话通知消息平台负责人，并在值班群 #mq-oncall 里发布故障通报。
+
+## 主题和权限
+创建主题需要在工单系统提交申请，写明业务名称、预计的消息量、消息大小和保留时间，由消息平台团队评估分区数。生产者和消费者都需要单独的访问凭证，凭证按应用发放，不同应用不能共用同一个凭证，凭证泄露时平台团队可以单独吊销，不会影响其他应用。消息默认保留七天，超过七天的消息会被自动删除，需要更长保留时间的主题要说明原因，并由数据负责人审批。单条消息的大小不能超过一兆字节，更大的数据应该先写入对象存储，消息里只放对象的地址。每个季度平台团队会清理一次没有生产者也没有消费者的主题，清理前会通知主题的负责人。分区数决定了一个主题最多能有多少个消费者同时工作，分区太少会限制消费能力，分区太多又会增加代理节点的负担，所以申请时要根据预计的峰值消息量估算，后续再根据监控数据调整。增加分区会让同一个键的消息在短时间内分到新的分区，依赖消息顺序的业务要先暂停生产者，等旧分区里的消息全部消费完以后再恢复，否则可能出现乱序。扩容分区的操作由平台团队在业务低峰期执行，申请时要写明可以接受的操作时间窗口。
+主题的分区数最多可以扩到六十四个，超过这个数量需要拆分成多个主题。
+"""
+
 DOCUMENTS = {
     "payments-runbook.md": PAYMENTS_RUNBOOK,
     "search-cluster-manual.md": SEARCH_MANUAL,
@@ -222,6 +264,8 @@ DOCUMENTS = {
     "缓存集群手册.md": CACHE_MANUAL,
     "object-storage-manual.md": STORAGE_MANUAL,
     "备份系统手册.md": BACKUP_MANUAL,
+    "ci-pipeline-handbook.md": CI_HANDBOOK,
+    "消息队列运维手册.md": QUEUE_MANUAL,
 }
 
 
@@ -267,4 +311,10 @@ QUESTIONS = [
              "storagectl disk add --node NODE --slot SLOT", "en", deep=True),
     Question("核心数据库的备份几点开始？", "备份系统手册.md", "每天凌晨三点", "zh", deep=True),
     Question("恢复失败后多久给出分析结论？", "备份系统手册.md", "四小时内", "zh", deep=True),
+    Question("When are unused build cache entries evicted?", "ci-pipeline-handbook.md",
+             "not been used for 14 days", "en", deep=True),
+    Question("How do I quarantine a flaky test?", "ci-pipeline-handbook.md",
+             "ci quarantine add TEST_ID --reason TEXT", "en", deep=True),
+    Question("消息积压两个小时没有下降要在哪个群里通报？", "消息队列运维手册.md", "#mq-oncall", "zh", deep=True),
+    Question("主题的分区数最多能扩到多少个？", "消息队列运维手册.md", "六十四个", "zh", deep=True),
 ]

@@ -176,6 +176,9 @@ OVSITE_MAX_UPLOAD_FILES = env.int("OVSITE_MAX_UPLOAD_FILES", default=2000)
 # Resources and SKILL.md files parsed into a document node with one child per section (issue 10); off stores each
 # as one file node, as before (bench/quality.py measures both).
 OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
+# Longest prose section; longer ones are split at paragraphs. The default is the abstract's length, so every part
+# can be served whole at the resources' abstract cap (RFC §3.4); larger caps embed less text and reach less of it.
+OVSITE_SECTION_MAX_CHARS = env.int("OVSITE_SECTION_MAX_CHARS", default=450)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
 # The largest request body (JSON; for multipart, the fields besides files): 413 above it (ovsite/parsers.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)

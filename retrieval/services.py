@@ -81,7 +81,7 @@ def _sectioned(target: VikingUri, content: str) -> list[tuple[str, Section]]:
         return []
     if target.context_type != "resource" and not (target.context_type == "skill" and target.name == "SKILL.md"):
         return []
-    sections = named_sections(target.name, content)
+    sections = named_sections(target.name, content, settings.OVSITE_SECTION_MAX_CHARS)
     return sections if len(sections) > 1 else []
 
 

@@ -5,6 +5,7 @@ from ovsite.errors import InvalidArgument
 from retrieval.documents import sections_for
 from retrieval.documents.pdf import to_markdown
 from retrieval.documents.tree import SECTION_MAX_CHARS, section_names
+from retrieval.summaries import ABSTRACT_MAX_CHARS, file_abstract
 
 FILLER = "The workers read the queue and write their results to the store. " * 5
 
@@ -59,7 +60,43 @@ def test_200_kb_document():
     assert len(sections) >= 90
     assert sum(len(s.text) for s in sections) >= len(text) * 0.95
     names = section_names(sections)
-    assert len(set(names)) == len(names) and names[0].startswith("001-")
+    assert len(set(names)) == len(names) and names[0].startswith("0001-")
+
+
+def test_a_long_section_splits_into_parts_its_abstract_covers_each_under_its_heading():
+    paragraphs = [f"Paragraph {n} explains step {n} of the failover in some detail, with its checks." for n in range(12)]
+    text = "# Failover\n\n" + "\n\n".join(paragraphs) + "\n\nThe standby takes over within 90 seconds.\n"
+    parts = sections_for("runbook.md", text)
+    assert len(parts) > 1 and all(len(p.text) <= SECTION_MAX_CHARS for p in parts)
+    # Each part can be served whole at a resource's abstract cap (RFC §3.4), the last sentence included.
+    assert all(file_abstract(p.text) == " ".join(p.text.split()) for p in parts)
+    assert "within 90 seconds" in file_abstract(parts[-1].text)
+    assert all(p.text.startswith("# Failover\n\n") for p in parts)
+    assert [p.title for p in parts][:2] == [f"Failover (1/{len(parts)})", f"Failover (2/{len(parts)})"]
+    assert "\n\n".join(p.text.split("\n\n", 1)[1] for p in parts) == text.split("\n\n", 1)[1].strip()
+
+
+def test_the_section_cap_is_the_abstract_length_and_code_keeps_whole_functions():
+    assert SECTION_MAX_CHARS == ABSTRACT_MAX_CHARS
+    body = "\n".join(f"    total += {n}  # step {n} of the long loop body" for n in range(60))
+    source = f"def long_function(total):\n{body}\n    return total\n\n\ndef short():\n    return 1\n"
+    sections = sections_for("job.py", source)
+    assert [s.title for s in sections] == ["long_function", "short"]
+    assert len(sections[0].text) > SECTION_MAX_CHARS
+
+
+def test_plain_text_has_markdown_headings_and_other_text_only_the_size_cap():
+    notes = FILLER + "\n\n# Install\n\n" + FILLER + "\n\n# Run\n\n" + FILLER
+    # The lead text before the first heading is a section of its own, and every section comes once.
+    assert [s.title for s in sections_for("notes.txt", notes)] == ["introduction", "Install", "Run"]
+    assert [s.title for s in sections_for("notes.txt", "A short lead.\n\n" + notes.split("\n\n", 1)[1])] == [
+        "introduction", "Run"]  # a lead too short to stand alone is merged into the next section
+    config = "# the queue settings\nqueue:\n  prefetch: 20\n# the store\nstore: postgres\n"
+    assert [(s.title, s.text) for s in sections_for("app.yaml", config)] == [("app.yaml", config.strip())]
+    long_config = "\n\n".join(f"# block {n}\nkey_{n}: {FILLER}" for n in range(4))
+    parts = sections_for("app.yaml", long_config)
+    assert len(parts) > 1 and all(len(p.text) <= SECTION_MAX_CHARS for p in parts)
+    assert "\n\n".join(p.text for p in parts) == long_config.strip()  # a `#` comment is not a heading to repeat
 
 
 def test_python_skeleton():

@@ -11,6 +11,13 @@ FILE_SUMMARY = "How to deploy billing: build, push, canary, watch errors, promot
 FOLDER_SUMMARY = "Guides for the billing service, starting with its deploy procedure."
 
 
+@pytest.fixture(autouse=True)
+def one_section_guide(settings):
+    """The guide is one section of ~1,000 characters: a file node whose abstract the LLM writes. At the shipped
+    450-character cap it would be a document of three parts, each served whole as its own abstract, with no call."""
+    settings.OVSITE_SECTION_MAX_CHARS = 4000
+
+
 def summary_answers(fake):
     fake.script.chat = lambda body: (FOLDER_SUMMARY if "entries of the folder" in body["messages"][1]["content"]
                                      else FILE_SUMMARY)

@@ -81,6 +81,18 @@ def test_content_write_readding_an_unchanged_document_is_a_no_op(api):
     assert len(before) == 7
 
 
+def test_re_uploading_a_document_keeps_its_uris_and_an_unchanged_one_is_a_no_op(api):
+    doc = "viking://resources/runbook.md"
+    assert upload(api, "runbook.md", runbook().encode())[0] == 200
+    first = {row.uri: (row.id, row.updated_at) for row in rows_below(doc)}
+    status, again = upload(api, "runbook.md", runbook().encode())
+    assert status == 200 and again["result"]["changed"] == 0
+    assert {row.uri: (row.id, row.updated_at) for row in rows_below(doc)} == first
+    api.delete("/api/v1/fs", uri=doc)
+    assert upload(api, "runbook.md", runbook().encode())[0] == 200
+    assert [row.uri for row in rows_below(doc)] == sorted(first)  # the same readable URIs after a fresh ingest
+
+
 def test_a_changed_document_replaces_only_its_changed_sections(api):
     doc = "viking://resources/runbook.md"
     api.write(doc, runbook(), wait=True)
@@ -156,6 +168,31 @@ def test_bad_uploads_are_refused_and_nothing_is_written(api, name, data, code, s
     assert got == status and body["status"] == "error" and body["error"]["code"] == code
     assert body["error"]["details"]["validation_errors"][0]["loc"] == ["temp_file_id"]
     assert not Context.objects.filter(uri__startswith="viking://resources/").exists()
+
+
+def _skill_zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name,data,message", [
+    ("SKILL.md", b"# No front matter\n\nJust a body.", "SKILL.md needs front matter with a name"),
+    ("SKILL.md", b"---\nname: [unclosed\n---\nbody", "SKILL.md front matter is not valid YAML"),
+    ("SKILL.md", b"---\nname: ../escape\n---\nbody", "a skill name is 1-64 letters"),
+    ("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00binary", "logo.png is not a UTF-8 SKILL.md"),
+    ("skill.zip", _skill_zip({"notes.md": b"# Notes"}), "the skill archive has no SKILL.md"),
+])
+def test_bad_skill_uploads_are_refused_and_nothing_is_written(api, name, data, message):
+    response = api.client.post("/api/v1/resources/temp_upload", {"file": SimpleUploadedFile(name, data)},
+                               format="multipart")
+    temp_id = response.json()["result"]["temp_file_id"]
+    status, body = api.post("/api/v1/skills", {"temp_file_id": temp_id, "wait": True})
+    assert status == 422 and body["status"] == "error" and body["error"]["code"] == "INVALID_ARGUMENT"
+    assert body["error"]["message"].startswith(message)
+    assert not Context.objects.exists()
 
 
 def test_unknown_binary_names_the_supported_types(api):
@@ -265,16 +302,20 @@ def test_an_answer_in_the_fifth_section_reaches_rendered_only_with_section_trees
     result = _context(api, "How do I restart the billing workers?", 1600)
     answer = "systemctl restart billing-worker@*"
     assert (answer in result["rendered"]) is trees
-    uris = [entry["uri"] for entry in result["entries"]]
     if trees:
-        assert uris[0] == "viking://resources/runbook.md/05-restart-the-workers"
-        assert result["entries"][0]["detail"] == "abstract"  # resources stay capped at abstract (RFC §3.4)
+        # The runbook's sections served together are one entry (issue 10 §4), the best of them among them.
+        first = result["entries"][0]
+        assert "viking://resources/runbook.md/05-restart-the-workers" in first.get("sections", [first["uri"]])
+        assert first["detail"] == "abstract"  # resources stay capped at abstract (RFC §3.4)
     else:
         assert Context.objects.get(uri="viking://resources/runbook.md").kind == "file"
         assert not rows_below("viking://resources/runbook.md")
 
 
-def test_a_200_kb_document_is_stored_whole_and_in_bounded_sections(api):
+def test_a_200_kb_document_is_stored_whole_and_in_bounded_sections(api, settings):
+    # At the shipped 450-character cap this manual is 540 sections, whose embedding takes a minute or more on the
+    # test machine (bench/quality.py times it); the cap is a setting, and the bound is what is tested here.
+    settings.OVSITE_SECTION_MAX_CHARS = 4000
     text = "".join(f"## Part {n}\n\n" + (f"Paragraph {n:02d} of the operations manual goes on. " * 24 + "\n\n") * 3
                    for n in range(60))
     assert len(text) > 200_000

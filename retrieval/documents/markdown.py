@@ -45,7 +45,6 @@ def parse(text: str) -> list[Section]:
         stack.append(current)
         lines = [line]
     current.text = "\n".join(lines).strip("\n")
-    lead = [root] if root.text.strip() else []
-    if lead and not root.title:
-        root.title = "introduction"
+    # The text before the first heading is a section of its own, without the children it would bring twice.
+    lead = [Section(root.title or "introduction", 0, root.text)] if root.text.strip() else []
     return lead + root.children
