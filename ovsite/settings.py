@@ -150,6 +150,10 @@ OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "up
 DATA_UPLOAD_MAX_MEMORY_SIZE = OVSITE_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
+# The rate-limit counters (ovsite/throttling.py) must be shared by every worker and web node: by default a table in
+# the database they already share (created by a migration); `OVSITE_CACHE_URL` may point at Redis instead.
+CACHES = {"default": env.cache_url("OVSITE_CACHE_URL", default="dbcache://ovsite_cache")}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
@@ -160,6 +164,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
     ],
     "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["ovsite.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
