@@ -45,6 +45,13 @@ def _bucket_index_sql() -> dict[str, str]:
                 if ix.name.startswith("context_hnsw_")}
 
 
+def migrate_reused() -> None:
+    """A reused bench database gets the migrations the code expects: on a stale schema the server answers 500."""
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
 def run(args) -> dict:
     import django
 

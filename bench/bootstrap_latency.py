@@ -132,7 +132,9 @@ def run(args) -> dict:
     import django
 
     django.setup()
-    if not (args.reuse and _loaded_nodes() >= args.size):
+    if args.reuse and _loaded_nodes() >= args.size:
+        assembly_latency.migrate_reused()
+    else:
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
     server = Uvicorn(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-boot-")))
     server.start()

@@ -92,7 +92,9 @@ def run(args) -> dict:
     import django
 
     django.setup()
-    if not (args.reuse and _loaded_nodes() >= args.size):
+    if args.reuse and _loaded_nodes() >= args.size:
+        assembly_latency.migrate_reused()
+    else:
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
     server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0"} if args.no_query_cache else {}
     server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env,

@@ -1,8 +1,10 @@
 """Searches over the whole index run with their own `hnsw.ef_search`; per-bucket searches keep the connection's."""
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from retrieval.find import Predicate, fetch_union
 from tests.conftest import hit_uris
 
 DEPLOY = "viking://user/default/memories/events/deploy.md"
@@ -27,7 +29,15 @@ def memory(api):
 ])
 def test_whole_index_searches_use_the_wide_ef_search(api, memory, settings, path, body):
     settings.HNSW_WIDE_EF_SEARCH = 321
-    assert _ef_statements(api, path, body) == ["SET LOCAL hnsw.ef_search = 321"]
+    [statement] = _ef_statements(api, path, body)
+    assert statement.startswith("SET LOCAL hnsw.ef_search = 321; ")  # one round trip with its select
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_wide_ef_search_holds_for_its_select_alone():
+    setting = Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")
+    assert fetch_union([setting], ef_search=321) == [{"ef": "321"}]
+    assert fetch_union([setting]) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
 
 
 def test_bucket_searches_keep_the_connection_ef_search(api, memory, settings):
