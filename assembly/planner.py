@@ -5,7 +5,7 @@ plan whose costs fit the budget renders within it (the estimator is additive and
 """
 from dataclasses import dataclass, field
 
-from assembly.render import SEPARATOR, render_block
+from assembly.render import SEPARATOR, neutralise, render_block
 from retrieval.tokens import estimate_tokens
 
 TIER_ORDER = ("uri", "abstract", "overview", "full")
@@ -103,8 +103,8 @@ def block_cost(candidate: Candidate, tier: str, body_tokens: int, family: str) -
 
 
 def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
-    if tier == "abstract":
-        return estimate_tokens(candidate.abstract, family)
+    if tier == "abstract":  # as rendered: escaping "<" and "&" costs tokens too
+        return estimate_tokens(neutralise(candidate.abstract), family)
     if tier == "overview":
         return candidate.overview_tokens
     if tier == "full":

@@ -3,12 +3,15 @@ import re
 from html import escape
 
 SEPARATOR = "\n\n"
-# Anything that could close our element or open/close the client's envelope is defanged by escaping its "<".
-_DANGEROUS_TAG = re.compile(r"<(\s*/?\s*)(memory|openviking-context)", re.IGNORECASE)
+# XML 1.0 carries only these characters, escaped or not; the others (control characters, U+FFFE/U+FFFF) would
+# make the block unparseable, so they become U+FFFD.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def neutralise(body: str) -> str:
-    return _DANGEROUS_TAG.sub(lambda m: "&lt;" + m.group(1) + m.group(2), body)
+    """The body as XML character data: with `&` and `<` escaped no stored text can open or close an element, a
+    comment or a CDATA section — ours or the client's `<openviking-context>` envelope — so the block parses."""
+    return _NOT_XML.sub("\ufffd", body.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;"))
 
 
 def open_tag(uri: str, category: str, score: float, detail: str) -> str:

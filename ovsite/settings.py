@@ -184,6 +184,10 @@ OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "up
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
+# The rate-limit counters (ovsite/throttling.py) must be shared by every worker and web node: by default a table in
+# the database they already share (created by a migration); `OVSITE_CACHE_URL` may point at Redis instead.
+CACHES = {"default": env.cache_url("OVSITE_CACHE_URL", default="dbcache://ovsite_cache")}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
@@ -191,6 +195,7 @@ REST_FRAMEWORK = {
     # Request bodies are JSON; the one upload route (resources/temp_upload) declares its multipart parser.
     "DEFAULT_PARSER_CLASSES": ["ovsite.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["ovsite.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "ovsite.openapi.OvsiteAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

@@ -63,6 +63,7 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
                                        "bootstrap_instructions_share", "bootstrap_working_state_days",
                                        "bootstrap_working_state_max", "bootstrap_continuity_max",
                                        "bootstrap_listing_max"]}),
+        ("Rate limiting", {"fields": ["api_rate_limit_per_minute"]}),
         ("Recall events", {"fields": ["record_recall_events", "recall_event_retention_days", "token_counts_version", "updated_at"]}),
     ]
 

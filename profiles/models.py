@@ -92,6 +92,9 @@ class RetrievalSettings(models.Model):
                                                            help_text="Default digest bullets (RFC: 6).")
     rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured "
                                                                     "(default off).")
+    api_rate_limit_per_minute = models.PositiveIntegerField(
+        default=0, help_text="Requests per minute that one API key may make to the REST API; past it the answer "
+                             "is 429 RESOURCE_EXHAUSTED with Retry-After. 0 (default) = no limit.")
     tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
                                         help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; "
                                                   "cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family "

@@ -80,6 +80,8 @@ class ProcessingTask(models.Model):
     kind = models.CharField(max_length=32)
     status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="pending")
     uris = ArrayField(models.CharField(max_length=1024), default=list)
+    owner = models.CharField(max_length=64, blank=True, default="",
+                             help_text="The user whose private space the task touches; empty for shared spaces.")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -3,7 +3,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
 
 from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument, InvalidUri, NotFound
+from ovsite.errors import InvalidArgument, NotFound
 from retrieval.models import Context, ProcessingTask
 from retrieval.uris import SCHEME, SPACES, parse_uri
 
@@ -14,6 +14,12 @@ MAX_OFFSET = 10**9
 
 def visible_nodes(caller: Caller) -> QuerySet:
     return Context.objects.filter(account_id=caller.account_id, owner__in=("", caller.user_id))
+
+
+def visible_tasks(caller: Caller) -> QuerySet:
+    """The account's tasks in the owner spaces the caller sees, as `visible_nodes`: another user's tasks are not
+    found, waited for or counted (a count would tell a user when a colleague writes)."""
+    return ProcessingTask.objects.filter(account_id=caller.account_id, owner__in=("", caller.user_id))
 
 
 def _with_size(rows: QuerySet) -> QuerySet:
@@ -112,20 +118,11 @@ def stat(*, caller: Caller, uri: str) -> dict:
     return entry
 
 
-def _visible_uri(caller: Caller, uri: str) -> bool:
-    try:
-        owner = parse_uri(uri, user_id=caller.user_id).owner
-    except InvalidUri:
-        return False
-    return owner in ("", caller.user_id)
-
-
 def task_detail(*, caller: Caller, task_id) -> dict:
-    """A processing task of the caller's account. Tasks carry no owner, so one that touched another user's private
-    space is hidden like the nodes themselves (its `uris` would name them)."""
-    task = (ProcessingTask.objects.filter(id=task_id, account_id=caller.account_id)
+    """A processing task the caller may see (`visible_tasks`): another user's is not found, like their nodes."""
+    task = (visible_tasks(caller).filter(id=task_id)
             .values("id", "kind", "status", "uris", "error", "created_at", "finished_at").first())
-    if task is None or not all(_visible_uri(caller, uri) for uri in task["uris"]):
+    if task is None:
         raise NotFound(str(task_id), "task")
     task["task_id"] = str(task.pop("id"))
     task["created_at"] = task["created_at"].isoformat()

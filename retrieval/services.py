@@ -64,8 +64,12 @@ def _ensure_directories(caller: Caller, uris: set[str], now) -> None:
     Context.objects.bulk_create([_dir_node(caller, uri, now) for uri in sorted(uris)], ignore_conflicts=True)
 
 
-def _new_task(caller: Caller, kind: str, uris: list[str]) -> ProcessingTask:
-    return ProcessingTask.objects.create(id=uuid.uuid4(), account_id=caller.account_id, kind=kind, uris=uris)
+def _new_task(caller: Caller, kind: str, uris: list[str], *, touching: list[str] | None = None) -> ProcessingTask:
+    """A task that `touching` (default: `uris`) a node of the caller's private space is the caller's; one that only
+    touches shared spaces is the account's. Status and wait count only the tasks the caller may see."""
+    private = any(parse_uri(uri, user_id=caller.user_id).owner for uri in (uris if touching is None else touching))
+    return ProcessingTask.objects.create(id=uuid.uuid4(), account_id=caller.account_id, kind=kind, uris=uris,
+                                         owner=caller.user_id if private else "")
 
 
 def _schedule(task: ProcessingTask) -> None:
@@ -200,7 +204,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
                 row = None
             _store_pending(caller, row, target, "file", content, digest, tags, now, profile)
             processing.append(target.uri)
-        task = _new_task(caller, kind, processing)
+        task = _new_task(caller, kind, processing, touching=uris)
         _schedule(task)
     return {"task_id": str(task.id), "uris": uris, "changed": changed}
 
@@ -253,7 +257,7 @@ def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
         if node["kind"] == "dir" and not node["content_hash"] and not recursive and scope.filter(below).exists():
             raise Conflict(f"{target.uri} is not empty; pass recursive=true", {"uri": target.uri})
         removed, _ = scope.filter(Q(uri=target.uri) | below).delete()
-        task = _new_task(caller, "rm", [target.parent])
+        task = _new_task(caller, "rm", [target.parent], touching=[target.uri])
         _schedule(task)
     # OpenViking's field name; ovsite's count is exact, not an estimate.
     return {"uri": target.uri, "estimated_deleted_count": removed, "task_id": str(task.id)}
@@ -264,12 +268,13 @@ def retry_failed(*, max_attempts: int = 5, limit: int = 500) -> int:
     from retrieval.tasks import process_task
 
     rows = list(Context.objects.filter(state="failed", attempts__lt=max_attempts)
-                .values_list("account_id", "uri")[:limit])
-    by_account: dict[int, list[str]] = {}
-    for account_id, uri in rows:
-        by_account.setdefault(account_id, []).append(uri)
-    for account_id, uris in by_account.items():
+                .values_list("account_id", "owner", "uri")[:limit])
+    by_space: dict[tuple[int, str], list[str]] = {}
+    for account_id, owner, uri in rows:
+        by_space.setdefault((account_id, owner), []).append(uri)
+    for (account_id, owner), uris in by_space.items():
         Context.objects.filter(account_id=account_id, uri__in=uris).update(state="pending")
-        task = ProcessingTask.objects.create(id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris)
+        task = ProcessingTask.objects.create(id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris,
+                                             owner=owner)
         process_task.delay(str(task.id))
     return len(rows)

@@ -2,17 +2,16 @@
 import time
 
 from ovsite.auth import Caller
-from retrieval.models import Context, ProcessingTask
+from retrieval.selectors import visible_nodes, visible_tasks
 
 POLL_INTERVAL_S = 0.05
 DEFAULT_TIMEOUT_S = 120.0
 
 
 def queue_status(*, caller: Caller) -> dict:
-    nodes = Context.objects.filter(account_id=caller.account_id)
+    nodes = visible_nodes(caller)
     return {
-        "pending_tasks": ProcessingTask.objects.filter(account_id=caller.account_id,
-                                                       status__in=("pending", "running")).count(),
+        "pending_tasks": visible_tasks(caller).filter(status__in=("pending", "running")).count(),
         "pending_nodes": nodes.filter(state="pending").count(),
         "failed_nodes": nodes.filter(state="failed").count(),
     }
@@ -21,7 +20,7 @@ def queue_status(*, caller: Caller) -> dict:
 def wait_for_tasks(*, caller: Caller, task_ids: list[str] | None, timeout_s: float | None) -> dict:
     """Polls until the given tasks (or all of the account's work) are finished, or the timeout passes."""
     deadline = time.monotonic() + (DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
-    tasks = ProcessingTask.objects.filter(account_id=caller.account_id, status__in=("pending", "running"))
+    tasks = visible_tasks(caller).filter(status__in=("pending", "running"))
     if task_ids is not None:
         tasks = tasks.filter(id__in=task_ids)
     while True:

@@ -170,7 +170,8 @@ def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, e
     session = require_session(caller=caller, session_id=session_id)
     commit_id = uuid.uuid4()
     with transaction.atomic():
-        ProcessingTask.objects.create(id=commit_id, account_id=caller.account_id, kind="commit", uris=[])
+        ProcessingTask.objects.create(id=commit_id, account_id=caller.account_id, kind="commit", uris=[],
+                                      owner=caller.user_id)
         Commit.objects.create(id=commit_id, session=session, event_tags=list(event_tags),
                               archive_before=max(0, session.total_message_count - keep_recent_count))
         transaction.on_commit(lambda: commit_task.delay(str(commit_id)))

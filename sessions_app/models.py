@@ -6,7 +6,10 @@ from ovsite.models import Account
 
 
 class Session(models.Model):
-    """One conversation of one user. `total_message_count` is the turn clock: it only ever grows."""
+    """One conversation of one user. `total_message_count` is the turn clock: it only ever grows.
+
+    A session id is unique per user, not per account: were it per account, another user's id would answer
+    `409`/`404` where a free id answers `200`, telling a user which ids their colleagues use."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="sessions")
     session_id = models.CharField(max_length=128)
@@ -18,7 +21,7 @@ class Session(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["account", "session_id"], name="session_unique_per_account")]
+        constraints = [models.UniqueConstraint(fields=["account", "user", "session_id"], name="session_unique_per_user")]
         indexes = [models.Index(fields=["account", "user", "-updated_at"], name="session_user_recent")]
 
     def __str__(self):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 
 from ovsite.auth import Caller
-from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge
+from ovsite.errors import Conflict, InvalidArgument, PayloadTooLarge
 from sessions_app.models import Message, Session
 from sessions_app.selectors import describe_session, require_session
 
@@ -66,11 +66,9 @@ def create_session(*, caller: Caller, session_id: str | None = None) -> dict:
 
 def _get_or_create_locked(caller: Caller, session_id: str) -> Session:
     """The caller's session, created if missing, locked for the rest of the transaction so that concurrent appends
-    take consecutive indexes. The id of another user's session is `404`, as if it did not exist."""
+    take consecutive indexes."""
     session, _ = Session.objects.select_for_update().get_or_create(
-        account_id=caller.account_id, session_id=session_id, defaults={"user": caller.user_id})
-    if session.user != caller.user_id:
-        raise NotFound(session_id, "session")
+        account_id=caller.account_id, user=caller.user_id, session_id=session_id)
     return session
 
 

@@ -1,0 +1,29 @@
+"""Rate limiting per API key (DRF throttling): the operator sets the rate in the admin's retrieval settings."""
+from rest_framework.throttling import SimpleRateThrottle
+
+from ovsite.models import hash_key
+from profiles.selectors import current_settings
+
+
+class ApiKeyRateThrottle(SimpleRateThrottle):
+    """`api_rate_limit_per_minute` requests per minute per presented key, counted in the default cache (shared by
+    every worker and web node: see `CACHES`). 0 turns it off; callers without a key (dev mode) are not counted."""
+
+    scope = "api_key"
+
+    def __init__(self):
+        pass  # the rate is read per request in `allow_request`, so an operator's change applies at once
+
+    def allow_request(self, request, view):
+        if not request.auth:  # before the settings read: keyless dev-mode requests pay nothing
+            return True
+        per_minute = current_settings().api_rate_limit_per_minute
+        if not per_minute:
+            return True
+        self.rate = f"{per_minute}/min"
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request, view):
+        # The key's digest, never the key itself: cache rows are not secrets.
+        return self.cache_format % {"scope": self.scope, "ident": hash_key(request.auth)}
