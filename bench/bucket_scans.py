@@ -5,10 +5,8 @@
 
 On the corpus and database of bench/assembly_latency.py, in-process (no HTTP): for each query, the coding purpose's
 bucket selects as ovsite runs them (one UNION ALL statement, assembly/candidates.py) at several `hnsw.ef_search`
-values, the /find select (retrieval/find.py), and exact search (index scans off) as the reference for recall; then,
-at the context and recall default thresholds, the per-bucket scans against the whole-index pool with fallbacks
-(`quota_statement`), with the index and heap pages each statement touches (EXPLAIN BUFFERS: a measure of work that
-does not move with the machine's load). Rewrites its section of bench/RESULTS.md.
+values, the /find select (retrieval/find.py), and exact search (index scans off) as the reference for recall.
+Rewrites its section of bench/RESULTS.md.
 """
 import argparse
 import datetime as dt
@@ -25,7 +23,6 @@ import find_latency as corpus  # noqa: E402
 
 SECTION_BEGIN, SECTION_END = "<!-- bucket_scans:begin -->", "<!-- bucket_scans:end -->"
 EF_VALUES = (20, 40, 60, 100, 200)
-THRESHOLDS = (("context", 0.1), ("recall", 0.35))
 
 
 def _timed(cursor, sql: str, params: list, setup: str) -> tuple[float, list]:
@@ -39,27 +36,6 @@ def _timed(cursor, sql: str, params: list, setup: str) -> tuple[float, list]:
     return (time.perf_counter() - started) * 1000, rows
 
 
-def _pages(cursor, sql: str, params: list) -> int:
-    from django.db import transaction
-
-    with transaction.atomic():
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + sql, params)
-        plan = cursor.fetchone()[0][0]["Plan"]
-    return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
-
-
-def _kept(rows: list, quotas: dict, threshold: float) -> set:
-    """What quota assembly keeps of a statement's rows: per bucket, the best `k` above the threshold."""
-    kept, taken = set(), {}
-    for row in sorted(rows, key=lambda row: row[-2]):
-        bucket = row[-1]
-        if bucket in quotas and 1.0 - row[-2] >= threshold and taken.get(bucket, 0) < quotas[bucket]:
-            if (bucket, row[0]) not in kept:
-                kept.add((bucket, row[0]))
-                taken[bucket] = taken.get(bucket, 0) + 1
-    return kept
-
-
 def run(args) -> dict:
     import django
 
@@ -67,13 +43,12 @@ def run(args) -> dict:
     from django.conf import settings
     from django.db import connection
 
-    from assembly.candidates import BUCKETS, COLUMNS, quota_statement
+    from assembly.candidates import BUCKETS, quota_statement
     from ovsite.auth import Caller
     from ovsite.models import Account
     from profiles.selectors import purpose_profile
     from retrieval.embedders import embed_queries
-    from retrieval.find import (FindQuery, HIT_COLUMNS, bucket_predicate, nearest_select, scope_predicate,
-                                union_statement, vector_literal)
+    from retrieval.find import FindQuery, HIT_COLUMNS, nearest_select, scope_predicate, union_statement, vector_literal
 
     if args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]:
         assembly_latency.migrate_reused()
@@ -86,15 +61,14 @@ def run(args) -> dict:
     vectors = list(embed_queries(corpus.QUERIES))
 
     def union(vector) -> tuple[str, list]:
-        return union_statement(*quota_statement(scope, [vector], active, None))
+        return union_statement(*quota_statement(scope, [vector], active))
 
-    exact, exact_rows, timings, recall = {}, {}, {}, {}
-    shipped_pool, shipped_minimum = settings.QUOTA_POOL_SIZE, settings.QUOTA_POOL_MIN_THRESHOLD
+    exact, timings, recall = {}, {}, {}
     with connection.cursor() as cursor:
         for i, vector in enumerate(vectors):
             sql, params = union(vector)
             _, rows = _timed(cursor, sql, params, "SET LOCAL enable_indexscan = off")
-            exact[i], exact_rows[i] = {(row[-1], row[0]) for row in rows}, rows
+            exact[i] = {(row[-1], row[0]) for row in rows}
         for ef in EF_VALUES:
             samples, found, expected = [], 0, 0
             for rep in range(2):  # the first pass warms the buffers and the plan cache
@@ -114,30 +88,9 @@ def run(args) -> dict:
                                f"SET LOCAL hnsw.ef_search = {settings.HNSW_WIDE_EF_SEARCH}")
                 if rep:
                     find_samples.append(ms)
-        strategies = []
-        for preset, threshold in THRESHOLDS:
-            per_bucket = {i: _kept(rows, quotas, threshold) for i, rows in exact_rows.items()}
-            for strategy, pool_size in (("per-bucket scans", 0), (f"pool of {settings.QUOTA_POOL_SIZE}", None)):
-                settings.QUOTA_POOL_SIZE = pool_size if pool_size is not None else shipped_pool
-                settings.QUOTA_POOL_MIN_THRESHOLD = 0.0  # both strategies at both thresholds, to compare them
-                samples, pages, found, expected = [], [], 0, 0
-                for rep in range(2):
-                    for i, vector in enumerate(vectors):
-                        sql, params = union_statement(*quota_statement(scope, [vector], active, threshold))
-                        ms, rows = _timed(cursor, sql, params, "SELECT 1")
-                        if rep:
-                            samples.append(ms)
-                            pages.append(_pages(cursor, sql, params))
-                            found += len(_kept(rows, quotas, threshold) & per_bucket[i])
-                            expected += len(per_bucket[i])
-                strategies.append({"preset": preset, "threshold": threshold, "strategy": strategy,
-                                   "ms": statistics.median(samples), "pages": statistics.median(pages),
-                                   "recall": found / expected if expected else 1.0})
-            settings.QUOTA_POOL_SIZE, settings.QUOTA_POOL_MIN_THRESHOLD = shipped_pool, shipped_minimum
     nonempty = sorted({bucket for rows in exact.values() for bucket, _ in rows})
     return {"buckets": active, "nonempty": nonempty, "timings": timings, "recall": recall, "find": statistics.median(find_samples),
-            "find_ef": settings.HNSW_WIDE_EF_SEARCH, "bucket_ef": settings.HNSW_EF_SEARCH, "queries": len(vectors),
-            "strategies": strategies, "pool_size": shipped_pool, "pool_minimum": shipped_minimum}
+            "find_ef": settings.HNSW_WIDE_EF_SEARCH, "bucket_ef": settings.HNSW_EF_SEARCH, "queries": len(vectors)}
 
 
 def render(result: dict, command: str) -> str:
@@ -164,19 +117,8 @@ def render(result: dict, command: str) -> str:
               "whole-index /find statement: an HNSW traversal's cost is set by ef_search and the graph's degree more "
               "than by the graph's size. A purpose's SQL therefore grows with its bucket count, and lowering "
               "ef_search buys time only with recall (the rows above); this, not Python, is what keeps the assembly "
-              "overhead with a purpose above 3 ms (bench/assembly_latency.py).", "",
-              f"The pool: one whole-index scan for the {result['pool_size']} nearest, a bucket's own scan only where "
-              "the pool leaves it short of its quota above the threshold and does not reach below the threshold "
-              f"(assembly/candidates.py). Shipped for thresholds ≥ {result['pool_minimum']} "
-              "(`OVSITE_QUOTA_POOL_SIZE`, `OVSITE_QUOTA_POOL_MIN_THRESHOLD`). Pages = shared buffers the statement "
-              "touches (EXPLAIN BUFFERS), p50; recall against the exact per-bucket top-k above the threshold.", "",
-              "| preset (threshold) | strategy | ms p50 | pages p50 | recall vs exact |", "|---|---|---:|---:|---:|"]
-    for row in result["strategies"]:
-        shipped_mark = " (shipped)" if (row["strategy"] != "per-bucket scans") == (
-            row["threshold"] >= result["pool_minimum"]) else ""
-        lines.append(f"| {row['preset']} ({row['threshold']}) | {row['strategy']}{shipped_mark} | {row['ms']:.2f} | "
-                     f"{row['pages']:,.0f} | {row['recall']:.3f} |")
-    lines.append(SECTION_END)
+              "overhead with a purpose above 3 ms (bench/assembly_latency.py).",
+              SECTION_END]
     return "\n".join(lines) + "\n"
 
 

@@ -89,11 +89,6 @@ HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
 # (bench/RESULTS.md); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
-# Quota assembly with a selective threshold first takes the QUOTA_POOL_SIZE nearest of the whole index and scans a
-# bucket's own index only when that pool leaves the bucket short: half the index pages of one scan per bucket at
-# threshold 0.35; at low thresholds few buckets fill from the pool, so it is skipped (bench/RESULTS.md, bucket_scans).
-QUOTA_POOL_SIZE = env.int("OVSITE_QUOTA_POOL_SIZE", default=200)
-QUOTA_POOL_MIN_THRESHOLD = env.float("OVSITE_QUOTA_POOL_MIN_THRESHOLD", default=0.3)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.
 PG_RANDOM_PAGE_COST = env.float("OVSITE_PG_RANDOM_PAGE_COST", default=1.1)

@@ -174,28 +174,18 @@ def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
 
 
 def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...], limit: int, label: str = "",
-                   gate: bool = False, only_if: Predicate | None = None) -> Predicate:
+                   gate: bool = False) -> Predicate:
     """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order).
 
     With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
-    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there.
-    `only_if` is another uncorrelated condition, likewise decided before the scan starts."""
+    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
     selected = ", ".join(f'"retrieval_context"."{column}"' for column in columns)
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
-    only_if_sql = f" AND ({only_if.sql})" if only_if else ""
     sql = (f'(SELECT {selected}, ("retrieval_context"."embedding" <=> {vector.sql}) AS distance, %s AS bucket '
-           f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql}{only_if_sql} ORDER BY distance LIMIT %s)')
-    params = (vector.params + (label,) + where.params + (where.params if gate else ()) + (only_if.params if only_if else ())
-              + (limit,))
+           f'FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)')
+    params = vector.params + (label,) + where.params + (where.params if gate else ()) + (limit,)
     return Predicate(sql, params)
 
-
-def bucket_label() -> Predicate:
-    """SQL naming each row's bucket (NULL outside every bucket), from the same conditions as the partial indexes."""
-    cases = [bucket_predicate(bucket) for bucket in BUCKET_CONDITIONS]
-    sql = " ".join(f"WHEN {case.sql} THEN %s" for case in cases)
-    params = tuple(param for case, bucket in zip(cases, BUCKET_CONDITIONS) for param in (*case.params, bucket))
-    return Predicate(f"CASE {sql} END", params)
 
 
 def fetch_union(selects: list[Predicate], ef_search: int | None = None,
