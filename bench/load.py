@@ -96,7 +96,9 @@ def run(args) -> dict:
         assembly_latency.migrate_reused()
     else:
         assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
-    server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0"} if args.no_query_cache else {}
+    # Said either way: importing bench/find_latency.py turns the cache off in this process's environment, which
+    # the server would otherwise inherit.
+    server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0" if args.no_query_cache else "1024"}
     server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env,
                            threads=args.threads)
     server.start()
