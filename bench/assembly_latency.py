@@ -45,11 +45,15 @@ def _bucket_index_sql() -> dict[str, str]:
                 if ix.name.startswith("context_hnsw_")}
 
 
-def migrate_reused() -> None:
-    """A reused bench database gets the migrations the code expects: on a stale schema the server answers 500."""
-    from django.core.management import call_command
+def reuse_or_load(args, loaded_nodes: int) -> None:
+    """With `--reuse` and the corpus already loaded, only migrate (on a stale schema the server answers 500);
+    otherwise load it anew."""
+    if args.reuse and loaded_nodes >= args.size:
+        from django.core.management import call_command
 
-    call_command("migrate", interactive=False, verbosity=0)
+        call_command("migrate", interactive=False, verbosity=0)
+    else:
+        run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
 
 
 def load_bench_corpus(size: int):

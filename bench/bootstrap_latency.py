@@ -132,10 +132,7 @@ def run(args) -> dict:
     import django
 
     django.setup()
-    if args.reuse and _loaded_nodes() >= args.size:
-        assembly_latency.migrate_reused()
-    else:
-        assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
+    assembly_latency.reuse_or_load(args, _loaded_nodes())
     server = Uvicorn(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-boot-")))
     server.start()
     try:

@@ -50,10 +50,8 @@ def run(args) -> dict:
     from retrieval.embedders import embed_queries
     from retrieval.find import FindQuery, HIT_COLUMNS, nearest_select, scope_predicate, union_statement, vector_literal
 
-    if args.reuse and corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]:
-        assembly_latency.migrate_reused()
-    else:
-        assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
+    assembly_latency.reuse_or_load(
+        args, corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0])
     quotas = purpose_profile("coding").quotas
     account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
     scope = scope_predicate(Caller(account.id, account.name, "default", "admin"), FindQuery(query=""))

@@ -92,10 +92,7 @@ def run(args) -> dict:
     import django
 
     django.setup()
-    if args.reuse and _loaded_nodes() >= args.size:
-        assembly_latency.migrate_reused()
-    else:
-        assembly_latency.run(argparse.Namespace(size=args.size, queries=1, workers=1, no_write=True))
+    assembly_latency.reuse_or_load(args, _loaded_nodes())
     # Said either way: importing bench/find_latency.py turns the cache off in this process's environment, which
     # the server would otherwise inherit.
     server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0" if args.no_query_cache else "1024"}
