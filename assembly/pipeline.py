@@ -8,7 +8,7 @@ mode="bootstrap" runs the same kernel with the slot manifest as its provider (`a
 from assembly import bootstrap
 from assembly import candidates as providers
 from assembly.dedup import drop_served
-from assembly.executor import fetch_bodies
+from assembly.executor import documents_among, fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
@@ -18,7 +18,6 @@ from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
 from retrieval.find import scoped_rows
-from retrieval.selectors import document_uris
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -78,7 +77,7 @@ def _merged(caller: Caller, entries: list[dict], rendered: str, used: int,
     merged = {"entries": 0, "sections": 0, "saved_tokens": 0}
     if not shared:
         return entries, rendered, used, merged
-    out = merge_sections(entries, document_uris(caller=caller, uris=shared), family)
+    out = merge_sections(entries, documents_among(caller=caller, uris=shared), family)
     if len(out) == len(entries):
         return entries, rendered, used, merged
     rendered = render_blocks([e["block"] for e in out])

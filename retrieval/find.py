@@ -143,8 +143,10 @@ def _unfiltered_scope(caller: Caller) -> Predicate:
     return _compiled(scoped_rows(caller, FindQuery(query="")))
 
 
+@lru_cache(maxsize=4096)
 def visible_predicate(caller: Caller) -> Predicate:
-    """`visible_nodes` compiled: the one visibility rule, for plain-SQL reads on the hot path."""
+    """`visible_nodes` compiled, once per caller and process: the one visibility rule, for plain-SQL reads on the
+    hot path."""
     return _compiled(visible_nodes(caller))
 
 

@@ -128,11 +128,3 @@ def task_detail(*, caller: Caller, task_id) -> dict:
     task["created_at"] = task["created_at"].isoformat()
     task["finished_at"] = task["finished_at"].isoformat() if task["finished_at"] else None
     return task
-
-
-def document_uris(*, caller: Caller, uris: set[str]) -> set[str]:
-    """The URIs among `uris` that are documents parsed into sections. One query."""
-    if not uris:
-        return set()
-    return set(visible_nodes(caller).filter(uri__in=uris, kind="dir").exclude(content_hash="")
-               .values_list("uri", flat=True))
