@@ -143,6 +143,40 @@ def measure_speed(corpus: dict[str, list[str]]) -> dict[str, float]:
     return out
 
 
+BLOCK_TOKENS = 1600  # the default max_tokens (DESIGN.md §4)
+BLOCK_MIX = ("english", "markdown_code", "chinese", "json_logs", "european", "mixed", "emoji_chat", "uris")
+
+
+def rendered_block(corpus: dict[str, list[str]], classes: tuple[str, ...]) -> str:
+    """A context block as the renderer writes it (assembly/render.py: one <memory> element per entry, blank lines
+    between), its bodies taken in turn from `classes`, cut at BLOCK_TOKENS estimated tokens (o200k)."""
+    elements, index = [], 0
+    while tokens.estimate_tokens("\n\n".join(elements)) < BLOCK_TOKENS:
+        cls = classes[index % len(classes)]
+        body = corpus[cls][index // len(classes) % len(corpus[cls])]
+        elements.append(f'<memory uri="viking://user/alice/memories/events/2026/12/{index:02d}.md" type="events" '
+                        f'score="0.{70 - index % 50:02d}" detail="full">\n{body}\n</memory>')
+        index += 1
+    return tokens.truncate_to_tokens("\n\n".join(elements), BLOCK_TOKENS, marker="")
+
+
+def measure_block_cost(corpus: dict[str, list[str]]) -> list[tuple[str, int, float, float]]:
+    """Per rendered block of BLOCK_TOKENS (the assembler estimates each one): (kind, bytes, median µs, best µs)
+    of `estimate_tokens`, over 31 rounds of 200 calls."""
+    out = []
+    for name, classes in (("mixed classes", BLOCK_MIX), ("english only", ("english",)),
+                          ("chinese only", ("chinese",))):
+        block = rendered_block(corpus, classes)
+        rounds = []
+        for _ in range(31):
+            start = time.perf_counter()
+            for _ in range(200):
+                tokens.estimate_tokens(block)
+            rounds.append((time.perf_counter() - start) / 200 * 1e6)
+        out.append((name, len(block.encode()), statistics.median(rounds), min(rounds)))
+    return out
+
+
 def _timed(function, text: str) -> float:
     start = time.perf_counter()
     function(text)
@@ -247,14 +281,21 @@ def main() -> None:
                 f"{errors(samples, estimate_with(p.weights))['abs'] * 100:.1f} %" for p in tokens.PROFILES.values())
                 + " |")
         body.append("")
+    load = os.getloadavg()[0]
     speed = measure_speed(corpus)
+    blocks = measure_block_cost(corpus)
     body += ["### Fitted weights (thousandths of a token per character or run)", "",
              "Features: " + ", ".join(tokens.FEATURES) + ".", "", "```", *fitted_lines, "```", "",
              "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)", "",
-             "Load average (1 min) when measured: {:.1f} on {} cores — the machine is shared.".format(
-                 os.getloadavg()[0], os.cpu_count()), "",
+             "Load average (1 min) when measured: {:.1f} before, {:.1f} after, on {} cores — the machine is "
+             "shared.".format(load, os.getloadavg()[0], os.cpu_count()), "",
              "| text | MB/s | target ≥ 50 MB/s |", "|---|---:|---|",
-             *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()],
+             *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()], "",
+             f"Per rendered block of {BLOCK_TOKENS} estimated tokens (`<memory>` elements as the renderer writes "
+             "them, bodies from the corpus; 31 rounds of 200 calls):", "",
+             "| block | bytes | median µs | best µs | MB/s at the median |", "|---|---:|---:|---:|---:|",
+             *[f"| {name} | {size} | {median:.0f} | {best:.0f} | {size / median:.0f} |"
+               for name, size, median, best in blocks],
              SECTION_END, ""]
     section = "\n".join(head + summary_table(medians) + body)
     print(section)
