@@ -195,7 +195,8 @@ def _piece_counts(data: bytes) -> list[int]:
     for cls in _ASCII_CLASSES:
         counts[cls] = classes.count(cls)
     counts[LETTER] = len(classes) - sum(counts)
-    return counts + _run_counts(classes, counts[DIGIT], counts[PUNCT]) + [_digraphs(data)]
+    # Each digraph holds a c, e or i (class letter): without one, no digraph.
+    return counts + _run_counts(classes, counts[DIGIT], counts[PUNCT]) + [_digraphs(data) if counts[LETTER] else 0]
 
 
 def _run_counts(classes: bytes, digits: int, punct: int) -> list[int]:
