@@ -116,6 +116,12 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("OVSITE_DB_CONN_MAX_AGE", default
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = _VECTOR_SESSION_OPTIONS
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
+# Server-side prepared statements for the statements ovsite binds server-side (retrieval.find._prepared_cursor: the
+# per-bucket quota search, whose planning cost more than its six index scans' distance work left). Off behind a
+# transaction-mode connection pooler (PgBouncer before 1.21), where a prepared statement does not follow the session.
+DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
+if DB_PREPARED_STATEMENTS:
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 1
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
