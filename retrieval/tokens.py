@@ -14,12 +14,13 @@ short of it by at most one token of rounding plus the weight of that one run, ro
 the shipped weights); a digraph cut by the seam (c|h) is counted in the whole only, so there the whole may exceed
 the parts by that weight, rounded up (one token).
 
-Fast without a loop in Python (bench/RESULTS.md has the MB/s): one `bytes.translate` of the UTF-8 encoding maps
-every character to its class (continuation bytes are deleted), one `bytes.count` per class present (a `memchr`
-skips the absent ones), and for the runs and the digraphs one `translate` to bit marks read as one big integer,
-whose shifts and `bit_count` find every run end and every digraph at once, all in C; where classes share a lead
-byte (CJK punctuation and kana, fullwidth forms and the emoji selector, symbols and the emoji joiner), the smaller
-one is counted by its two- or three-byte prefix, only when the larger is present.
+Fast without a loop over characters in Python (bench/RESULTS.md has the MB/s and µs per block): one
+`bytes.translate` of the UTF-8 encoding maps every character to its class (continuation bytes are deleted), one
+`bytes.count` per class present (a `memchr` skips the absent ones), and for the runs, then for the digraphs, one
+`translate` to bit marks read as one big integer, whose shifts and `bit_count` find every run end or every digraph
+at once, all in C; where classes share a lead byte (CJK punctuation and kana, fullwidth forms and the emoji
+selector, symbols and the emoji joiner), the smaller one is counted by its two- or three-byte prefix, only when the
+larger is present.
 """
 import zlib
 from dataclasses import dataclass
