@@ -222,11 +222,12 @@ def _digraphs(data: bytes) -> int:
 
 
 def estimate_tokens(text: str, profile: str = DEFAULT_PROFILE) -> int:
-    """Estimated tokens of `text` for the tokenizer `profile` (a key of PROFILES); 0 for the empty string."""
+    """Estimated tokens of `text` for the tokenizer `profile` (a key of PROFILES); 0 for the empty string only: a
+    text of letters the fit weighs at 0 (a lone "why") still costs the token every tokenizer spends on it."""
     if not text:
         return 0
     milli = sum(n * w for n, w in zip(feature_counts(text), PROFILES[profile].weights) if n)
-    return -(-milli // 1000)
+    return max(1, -(-milli // 1000))
 
 
 def truncate_to_tokens(text: str, max_tokens: int, profile: str = DEFAULT_PROFILE, marker: str = "\n…") -> str:

@@ -303,3 +303,13 @@ def test_parts_joined_by_a_space_add_up_within_one_token(profile, a, b):
     """A space ends every run: joined that way (as the renderer joins entries), only rounding is lost."""
     whole = estimate_tokens(a + " " + b, profile)
     assert 0 <= estimate_tokens(a + " ", profile) + estimate_tokens(b, profile) - whole <= 1
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+@example(text="why")
+@example(text="the")
+@given(text=st.text(min_size=1, max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_no_text_but_the_empty_one_is_free(profile, text):
+    """Letters the fit weighs at 0 (t h w y) still cost a token alone: every tokenizer spends one on them."""
+    assert estimate_tokens(text, profile) >= 1
