@@ -392,7 +392,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
-    from retrieval.bulk import build_vector_indexes, drop_vector_indexes
+    from retrieval.bulk import build_vector_indexes, drop_vector_indexes, vector_index_sql
     from retrieval.embedders import get_embedder
     from retrieval.tokens import estimate_tokens
 
@@ -454,9 +454,15 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     out["copy_s"] = copy_s
     out["stage_s"] = time.perf_counter() - t
 
+    def build(names: list[str]) -> dict[str, float]:
+        with raw_connection() as session, session.transaction(), session.cursor() as cur:
+            return build_vector_indexes(cur, names=names, maintenance_work_mem="1GB")
+
+    # The whole-table index in one session, the bucket ones in another: 30-45 % sooner than one after the other.
     t = time.perf_counter()
-    with conn.transaction(), conn.cursor() as cur:
-        built = build_vector_indexes(cur, maintenance_work_mem="1GB")
+    buckets = [name for name in vector_index_sql() if name != HNSW_INDEX]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = {name: seconds for part in pool.map(build, [[HNSW_INDEX], buckets]) for name, seconds in part.items()}
     out["indexes_s"] = time.perf_counter() - t
     out["index_s"] = built[HNSW_INDEX]
     out["bucket_index_s"] = sum(seconds for name, seconds in built.items() if name != HNSW_INDEX)
@@ -709,19 +715,19 @@ def render(run: dict) -> str:
         f"since=30d`. All figures from this one run.",
         "",
         f"### Ingest (nodes/s; {run['embed_workers']} embedding threads × 1 BLAS thread, batches of "
-        f"{run['embed_batch']}, ahead of a binary COPY; every HNSW index dropped before and built after the load)",
+        f"{run['embed_batch']}, ahead of a binary COPY; every HNSW index dropped before the load and built after it, two sessions at once)",
         "",
         "| nodes | embed (overlapping the COPY) | COPY (its own time) | embed + COPY | HNSW build, whole table "
-        "(m=16, ef_c=64) | 6 per-bucket HNSW builds | end-to-end | vacuum+analyze (not in e2e) | table+indexes | "
+        "(m=16, ef_c=64) | 6 per-bucket HNSW builds (meanwhile, another session) | all HNSW builds, wall | end-to-end | vacuum+analyze (not in e2e) | table+indexes | "
         f"HNSW size (whole / buckets) | CPU busy before / during | target ≥ {TARGET_INGEST:.0f}/s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in run["sizes"]:
         i = r["ingest"]
         lines.append(
             f"| {r['size']:,} | {i['embed_rate']:,.0f}/s ({i['embed_s']:.1f} s; {i['embed_cpu_rate']:,.0f}/CPU-s) "
             f"| {i['copy_rate']:,.0f}/s ({i['copy_s']:.1f} s) | {i['stage_s']:.1f} s "
-            f"| {i['index_rate']:,.0f}/s ({i['index_s']:.1f} s) | {i['bucket_index_s']:.1f} s "
+            f"| {i['index_rate']:,.0f}/s ({i['index_s']:.1f} s) | {i['bucket_index_s']:.1f} s | {i['indexes_s']:.1f} s "
             f"| {i['e2e_rate']:,.0f}/s ({i['e2e_s']:.1f} s) | {i['vacuum_s']:.1f} s | {i['table_mb']:,.0f} MB | "
             f"{i['index_mb']:,.0f} / {i['bucket_index_mb']:,.0f} MB | "
             f"{i['cpu_busy_before']:.0%} / {i['cpu_busy_during']:.0%} | "
@@ -731,7 +737,7 @@ def render(run: dict) -> str:
         "Embed = wall-clock rate until the last vector is ready (and, after the semicolon, nodes per CPU-second of "
         "the loading process, embedding and COPY writes together). COPY = the loader's time writing rows and "
         "closing the COPY, mostly while the embedding threads run. End-to-end = generation and token counting + "
-        "model load + embed/COPY + every HNSW build, wall clock (generation: "
+        "model load + embed/COPY + the HNSW builds, wall clock (generation: "
         + ", ".join(f"{r['ingest']['generate_s']:.1f} s at {r['size']:,}" for r in run["sizes"]) + ").",
         "",
         "### /find latency (ms)",
@@ -1007,8 +1013,8 @@ def main() -> int:
             ingest = load(size, account.id, conn, now, args.embed_batch, args.embed_workers)
             ingest["cpu_busy_before"], ingest["cpu_busy_during"] = busy, cpu_busy_since(snapshot)
             log(f"ingest {size:,}: embed {ingest['embed_rate']:.0f}/s, COPY {ingest['copy_rate']:.0f}/s, "
-                f"embed+COPY {ingest['stage_s']:.1f}s, indexes {ingest['index_s']:.1f}s + "
-                f"{ingest['bucket_index_s']:.1f}s, e2e {ingest['e2e_rate']:.0f}/s")
+                f"embed+COPY {ingest['stage_s']:.1f}s, indexes {ingest['index_s']:.1f}s ∥ "
+                f"{ingest['bucket_index_s']:.1f}s = {ingest['indexes_s']:.1f}s, e2e {ingest['e2e_rate']:.0f}/s")
             result = {"size": size, "ingest": ingest, "variants": []}
             run["sizes"].append(result)
             for variant in [None] + args.compare:

@@ -5,6 +5,7 @@ of seconds with the per-bucket partial indexes in place, about one without them;
 The definitions come from the model, and so match the migrations; nothing here repeats them.
 """
 import time
+from collections.abc import Iterable
 
 from django.db import connection
 from pgvector.django import HnswIndex
@@ -32,13 +33,22 @@ def drop_vector_indexes(cursor) -> list[str]:
     return dropped
 
 
-def build_vector_indexes(cursor, *, maintenance_work_mem: str = "") -> dict[str, float]:
-    """Builds every HNSW index that is missing, as the model defines it; returns seconds per index built.
+def build_vector_indexes(cursor, *, names: Iterable[str] | None = None,
+                         maintenance_work_mem: str = "") -> dict[str, float]:
+    """Builds every HNSW index that is missing (of `names`, when given), as the model defines it; returns seconds
+    per index built. Two sessions building different indexes at once finish sooner than one building them all
+    (bench/find_latency.py does so).
 
     `maintenance_work_mem` (e.g. "1GB") holds until the end of the caller's transaction (call it inside one): a
     graph that outgrows it builds far slower.
     """
-    missing = {name: sql for name, sql in vector_index_sql().items() if name not in _present(cursor)}
+    wanted = vector_index_sql()
+    if names is not None:
+        unknown = set(names) - set(wanted)
+        if unknown:
+            raise ValueError(f"not an HNSW index of Context: {', '.join(sorted(unknown))}")
+        wanted = {name: sql for name, sql in wanted.items() if name in set(names)}
+    missing = {name: sql for name, sql in wanted.items() if name not in _present(cursor)}
     if maintenance_work_mem:
         cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", [maintenance_work_mem])
     seconds = {}

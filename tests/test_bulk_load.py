@@ -37,12 +37,18 @@ def test_dropped_vector_indexes_build_again_exactly_as_migrated(api, migrated_hn
     assert hit_uris(api.find("how hot should the water be for green tea", limit=1)) == [
         "viking://resources/handbook/tea.md"]  # an exact scan while the indexes are gone
     with connection.cursor() as cursor:
+        assert set(build_vector_indexes(cursor, names=["context_hnsw_events"])) == {"context_hnsw_events"}
         built = build_vector_indexes(cursor, maintenance_work_mem="256MB")
-        assert set(built) == set(migrated_hnsw)
+        assert set(built) == set(migrated_hnsw) - {"context_hnsw_events"}
         assert build_vector_indexes(cursor) == {}  # nothing missing, nothing built
     assert hnsw_definitions() == migrated_hnsw
     assert hit_uris(api.find("how hot should the water be for green tea", limit=1)) == [
         "viking://resources/handbook/tea.md"]
+
+
+def test_building_an_index_that_is_not_a_vector_index_of_context_is_refused(migrated_hnsw):
+    with connection.cursor() as cursor, pytest.raises(ValueError, match="context_account_state"):
+        build_vector_indexes(cursor, names=["context_account_state"])
 
 
 def test_change_dimension_keeps_every_vector_index(migrated_hnsw):
