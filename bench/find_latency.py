@@ -458,7 +458,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
         with raw_connection() as session, session.transaction(), session.cursor() as cur:
             return build_vector_indexes(cur, names=names, maintenance_work_mem="1GB")
 
-    # The whole-table index in one session, the bucket ones in another: 30-45 % sooner than one after the other.
+    # The whole-table index in one session, the bucket ones in another: 25-45 % sooner than one after the other.
     t = time.perf_counter()
     buckets = [name for name in vector_index_sql() if name != HNSW_INDEX]
     with ThreadPoolExecutor(max_workers=2) as pool:
