@@ -103,6 +103,14 @@ class Api:
         assert status == 200, body
         return body["result"]
 
+    def write_all(self, files: dict[str, str]):
+        """Writes a fixture's corpus in one batch (one task, one embedder call, each ancestor refreshed once): the
+        same nodes as a write per file, in a third of the time."""
+        status, body = self.post("/api/v1/content/batch-write",
+                                 {"operations": [{"uri": uri, "content": content} for uri, content in files.items()]})
+        assert status == 200, body
+        return body["result"]
+
     def find(self, query, **extra):
         status, body = self.post("/api/v1/search/find", {"query": query, **extra})
         assert status == 200, body
