@@ -112,10 +112,27 @@ if EMBEDDED_PG_ENABLED:
     }
 else:
     DATABASES = {"default": env.db("DATABASE_URL")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
+# A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
+# thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
+# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms (bench/RESULTS.md).
+DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
+DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = _VECTOR_SESSION_OPTIONS
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
+if DB_POOL:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": env.int("OVSITE_DB_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("OVSITE_DB_POOL_MAX_SIZE", default=20),
+        # A request waits as long for a pooled connection as for a new one, then answers 503 UNAVAILABLE.
+        "timeout": DATABASES["default"]["OPTIONS"]["connect_timeout"],
+    }
+# Server-side prepared statements for the statements ovsite binds server-side (retrieval.find.prepared_cursor: the
+# per-bucket quota search, whose plan cost 1.6-2 ms a request, and the executor's fetch). Off behind a
+# transaction-mode connection pooler (PgBouncer before 1.21), where a prepared statement does not follow the session.
+DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
+if DB_PREPARED_STATEMENTS:
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 1
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
