@@ -22,15 +22,18 @@ def aged(uri: str, days: float) -> None:
 
 @pytest.fixture
 def seeded_user(api):
-    api.write("viking://~/memories/profile.md", "# Profile\nName: Ada. Works on ovsite, a context server.\n"
-                                                "Prefers terse answers.")
-    api.write("viking://~/memories/preferences/style.md", f"Always sign reviews with the word {SECRET}.")
-    api.write("viking://~/memories/entities/caddy.md", "Caddy fronts the RTMP ingest on port 1935.")
-    api.write("viking://resources/runbooks/restart.md", "# Restart the workers\nsystemctl restart ovsite-worker")
-    for day, text in ((1, "Deployed 0.3 to production."), (2, "Fixed the recall dedup bug."),
-                      (30, "Planned the quarter.")):
-        uri = f"viking://~/memories/events/2026/11/{day:02d}/e{day}.md"
-        api.write(uri, f"# Summary\n{text}")
+    events = {day: f"viking://~/memories/events/2026/11/{day:02d}/e{day}.md" for day in (1, 2, 30)}
+    api.write_all({
+        "viking://~/memories/profile.md": "# Profile\nName: Ada. Works on ovsite, a context server.\n"
+                                          "Prefers terse answers.",
+        "viking://~/memories/preferences/style.md": f"Always sign reviews with the word {SECRET}.",
+        "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
+        "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",
+        events[1]: "# Summary\nDeployed 0.3 to production.",
+        events[2]: "# Summary\nFixed the recall dedup bug.",
+        events[30]: "# Summary\nPlanned the quarter.",
+    })
+    for day, uri in events.items():
         aged(uri.replace("~", "user/default"), day)
     aged(PROFILE, 3)
     aged("viking://user/default/memories/preferences/style.md", 0.5)

@@ -4,6 +4,7 @@ import re
 
 import httpx
 import pytest
+from django.conf import global_settings
 from django.contrib.auth.models import User
 from django.forms.models import model_to_dict
 
@@ -15,7 +16,8 @@ SEARCH = "/api/v1/search/search"
 
 
 @pytest.fixture
-def two_workers(seeded, tmp_path):
+def two_workers(seeded, tmp_path, settings):
+    settings.PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS  # the workers check the password with these
     User.objects.create_superuser("operator", "op@example.com", "pw-operator")
     servers = []
     try:

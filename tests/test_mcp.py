@@ -50,11 +50,13 @@ def live_url():
 
 @pytest.fixture
 def store(api):
-    api.write("viking://~/memories/profile.md", "# Profile\nName: Ada. Builds ovsite.")
-    api.write("viking://~/memories/entities/caddy.md", "Caddy fronts the RTMP ingest on port 1935.")
-    api.write("viking://~/memories/events/2026/12/01/deploy.md", "# Summary\nDeployed ovsite 0.3 to production.")
-    api.write("viking://~/memories/preferences/reports.md", "Prefers reports that lead with the conclusion.")
-    api.write("viking://resources/runbooks/restart.md", "# Restart the workers\nsystemctl restart ovsite-worker")
+    api.write_all({
+        "viking://~/memories/profile.md": "# Profile\nName: Ada. Builds ovsite.",
+        "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
+        "viking://~/memories/events/2026/12/01/deploy.md": "# Summary\nDeployed ovsite 0.3 to production.",
+        "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
+        "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",
+    })
     return api
 
 

@@ -21,11 +21,13 @@ EVENT_FIELDS = ("endpoint", "purpose", "max_tokens", "used_tokens", "candidates"
 
 @pytest.fixture
 def corpus(api):
-    api.write("viking://~/memories/events/2026/11/30/deploy.md",
-              "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n" + "Canary first. " * 60)
-    api.write("viking://~/memories/preferences/reports.md", "Prefers reports that lead with the conclusion.")
-    api.write("viking://~/memories/entities/caddy.md", "Caddy fronts the RTMP ingest on port 1935.")
-    api.write("viking://resources/runbooks/restart.md", "# Restart the workers\nsystemctl restart ovsite-worker")
+    api.write_all({
+        "viking://~/memories/events/2026/11/30/deploy.md":
+            "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n" + "Canary first. " * 60,
+        "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
+        "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
+        "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",
+    })
     return api
 
 

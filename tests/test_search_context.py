@@ -12,14 +12,16 @@ SEARCH, RECALL = "/api/v1/search/search", "/api/v1/search/recall"
 
 @pytest.fixture
 def corpus(api):
-    api.write("viking://~/memories/events/2026/11/30/deploy.md",
-              "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed.\n\n"
-              "# Details\n" + "The deploy went through the canary stage first. " * 40)
-    api.write("viking://~/memories/preferences/reports.md", "Prefers reports that lead with the conclusion.")
-    api.write("viking://~/memories/entities/caddy.md", "Caddy fronts the RTMP ingest on port 1935.")
-    api.write("viking://~/memories/experiences/migrations.md",
-              "Learned: run migrations before switching traffic, never after.")
-    api.write("viking://resources/runbooks/restart.md", "# Restart the workers\nsystemctl restart ovsite-worker")
+    api.write_all({
+        "viking://~/memories/events/2026/11/30/deploy.md":
+            "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed.\n\n"
+            "# Details\n" + "The deploy went through the canary stage first. " * 40,
+        "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
+        "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
+        "viking://~/memories/experiences/migrations.md":
+            "Learned: run migrations before switching traffic, never after.",
+        "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",
+    })
     return api
 
 
