@@ -211,19 +211,22 @@ SPECTACULAR_SETTINGS = {
 DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True,
                "EXPOSE_HEADER": True}
 
-# One JSON object per log line (python-json-logger) on stderr; OVSITE_LOG_FORMAT=text for people at a terminal.
+# One JSON object per log line (python-json-logger) on stderr, in web processes and Celery workers alike (ovsite/
+# celery.py), lines logged inside a task with its task_id and task_name; OVSITE_LOG_FORMAT=text for a terminal.
 OVSITE_LOG_FORMAT = env.str("OVSITE_LOG_FORMAT", default="json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"}},
+    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"},
+                # after request_id: in a worker it fills the id of the request that queued the task
+                "celery_task": {"()": "ovsite.logs.CeleryTaskFields"}},
     "formatters": {
         "json": {"()": "pythonjsonlogger.json.JsonFormatter",
                  "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
                  "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id"],
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id", "celery_task"],
                              "formatter": OVSITE_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("OVSITE_LOG_LEVEL", default="WARNING")},
 }
