@@ -20,6 +20,16 @@ def use_django_logging(**_):
     dictConfig(settings.LOGGING)
 
 
+@signals.worker_init.connect
+def use_worker_statement_timeout(**_):
+    """Before the pool starts (its processes inherit it): tasks may run longer statements than a web request."""
+    from django.conf import settings
+
+    from ovsite.db_session import use_statement_timeout
+
+    use_statement_timeout(settings.DB_WORKER_STATEMENT_TIMEOUT_MS)
+
+
 @signals.before_task_publish.connect
 def pass_request_id(headers: dict, **_):
     """The id of the request that queues a task rides in the message, for the worker's log lines (ovsite/logs.py)."""

@@ -55,6 +55,7 @@ MIDDLEWARE = [
     # First: the request id and the timing cover everything below, the redirects and the errors included.
     "django_guid.middleware.guid_middleware",
     "ovsite.metrics.RequestMetricsMiddleware",
+    "ovsite.envelope.DatabaseErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,10 +113,24 @@ if EMBEDDED_PG_ENABLED:
     }
 else:
     DATABASES = {"default": env.db("DATABASE_URL")}
+# Fail fast on a stuck database (README "Operating ovsite"): a statement that runs or waits on a lock longer than
+# this is cancelled by PostgreSQL and the request answered 503 UNAVAILABLE (0: no limit). Celery workers (longer
+# statements, nobody waiting on them; below the broker's visibility timeout) and management commands (migrations
+# build indexes) apply their own when they start (ovsite/db_session.py).
+DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=30000)
+DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
+DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-DATABASES["default"].setdefault("OPTIONS", {})["options"] = _VECTOR_SESSION_OPTIONS
+DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+    f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}")
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
+# TCP keepalives (libpq; unused on a unix socket): a connection to a database host that died or went behind a
+# partition is noticed after idle + interval x count seconds, instead of the system's default of about two hours.
+DATABASES["default"]["OPTIONS"].update(
+    keepalives=1, keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
+    keepalives_interval=env.int("OVSITE_DB_KEEPALIVES_INTERVAL_S", default=10),
+    keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
