@@ -282,13 +282,17 @@ def test_auth_failures_are_refused(live_url, seeded):
 
 @pytest.fixture
 def limited(seeded):
-    """An account key, with keys required (no dev mode) and an empty rate-limit cache; `limited.set(n)` sets the
-    operator's rate."""
+    """`limited(n)` sets the operator's rate to n per minute and returns an account key; keys are required (no dev
+    mode) and the rate-limit counters start empty."""
     cache.clear()
     key = accounts.create_account(name="mcp-rate", admin_user_id="ann")["user_key"]
+
+    def at_rate(per_minute: int) -> str:
+        RetrievalSettings.objects.filter(pk=1).update(api_rate_limit_per_minute=per_minute)
+        return key
+
     with override_settings(OVSITE_ROOT_API_KEY=ROOT_KEY):
-        yield lambda per_minute: (RetrievalSettings.objects.filter(pk=1)
-                                  .update(api_rate_limit_per_minute=per_minute), key)[1]
+        yield at_rate
     cache.clear()
 
 
