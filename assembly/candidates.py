@@ -4,9 +4,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from assembly.planner import Candidate
-from ovsite.auth import Caller
 from retrieval.find import (FindQuery, Predicate, bucket_predicate, fetch_union, nearest_select, peer_predicate,
-                            scope_predicate, shared_vector, vector_literal)
+                            shared_vector, vector_literal)
 from retrieval.models import BUCKET_CONDITIONS
 
 COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens")
@@ -58,10 +57,11 @@ def _score_order(items):
     return sorted(items, key=lambda c: (-c.score, c.uri))
 
 
-def score_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], limit: int,
+def score_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[float]], limit: int,
                      peers: PeerPolicy) -> Candidates:
-    """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept."""
-    where = peers.restrict(scope_predicate(caller, spec))
+    """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept. `scope`
+    is `spec`'s compiled scope (retrieval.find.scope_predicate)."""
+    where = peers.restrict(scope)
     rows = fetch_union([nearest_select(where, vector_literal(vector), COLUMNS, limit, "all") for vector in vectors],
                        settings.HNSW_WIDE_EF_SEARCH)
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
@@ -77,12 +77,11 @@ def quota_statement(scope: Predicate, vectors: list,
              for bucket, count in active for _, read in shared], tuple(holder for holder, _ in shared))
 
 
-def quota_candidates(*, caller: Caller, spec: FindQuery, vectors: list[list[float]], quotas: dict[str, int],
+def quota_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[float]], quotas: dict[str, int],
                      peers: PeerPolicy) -> Candidates:
     """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one."""
     active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
-    scope = peers.restrict(scope_predicate(caller, spec))
-    selects, common = quota_statement(scope, vectors, active)
+    selects, common = quota_statement(peers.restrict(scope), vectors, active)
     rows = fetch_union(selects, common=common)
     by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
     for bucket, candidate in _best_by_uri(rows, peers, spec.score_threshold).values():

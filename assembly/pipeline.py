@@ -8,7 +8,7 @@ mode="bootstrap" runs the same kernel with the slot manifest as its provider (`a
 from assembly import bootstrap
 from assembly import candidates as providers
 from assembly.dedup import drop_served
-from assembly.executor import documents_among, fetch_bodies
+from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
@@ -17,7 +17,7 @@ from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
-from retrieval.find import scoped_rows
+from retrieval.find import scope_predicate
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -65,19 +65,23 @@ def _fit(entries: list[dict], max_tokens: int, family: str) -> tuple[list[dict],
             victim["block"] = render_block(victim["uri"], victim["category"], victim["score"], tier, victim["text"])
 
 
-def _merged(caller: Caller, entries: list[dict], rendered: str, used: int,
+def _shared_parents(plan: Plan) -> set[str]:
+    """Parents of two or more planned entries: only there can sections of one document be merged."""
+    seen, shared = set(), set()
+    for planned in plan.entries:
+        if planned.tier != "uri":
+            parent = parent_uri(planned.candidate.uri)
+            (shared if parent in seen else seen).add(parent)
+    return shared
+
+
+def _merged(entries: list[dict], documents: set[str], rendered: str, used: int,
             family: str) -> tuple[list[dict], str, int, dict]:
-    """Sections of one document merged into one entry where that saves tokens; the documents are looked up only
-    when two served entries share a parent."""
-    parents: dict[str, int] = {}
-    for entry in entries:
-        if entry["detail"] != "uri":
-            parents[parent_uri(entry["uri"])] = parents.get(parent_uri(entry["uri"]), 0) + 1
-    shared = {uri for uri, count in parents.items() if count > 1}
+    """Sections of one document merged into one entry where that saves tokens."""
     merged = {"entries": 0, "sections": 0, "saved_tokens": 0}
-    if not shared:
+    if not documents:
         return entries, rendered, used, merged
-    out = merge_sections(entries, documents_among(caller=caller, uris=shared), family)
+    out = merge_sections(entries, documents, family)
     if len(out) == len(entries):
         return entries, rendered, used, merged
     rendered = render_blocks([e["block"] for e in out])
@@ -104,7 +108,8 @@ def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
 
 def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> tuple[dict, Timings]:
     timings = Timings()
-    scoped_rows(caller, params.find)  # a bad filter is refused before an LLM call or an embedding is paid for
+    # Compiled once for every bucket; a bad filter is refused here, before an LLM call or an embedding is paid for.
+    scope = scope_predicate(caller, params.find)
     session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
     context = SessionContext(session)
     with timings.stage("expansion"):
@@ -116,10 +121,10 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
                                  other_peer_penalty=params.other_peer_penalty)
     with timings.stage("candidates"):
         if params.quotas is not None:
-            found = providers.quota_candidates(caller=caller, spec=params.find, vectors=vectors,
+            found = providers.quota_candidates(scope=scope, spec=params.find, vectors=vectors,
                                                quotas=params.quotas, peers=peers)
         else:
-            found = providers.score_candidates(caller=caller, spec=params.find, vectors=vectors,
+            found = providers.score_candidates(scope=scope, spec=params.find, vectors=vectors,
                                                limit=params.find.limit, peers=peers)
     with timings.stage("dedup"):
         turns = params.dedup_turns if session is not None else 0
@@ -129,11 +134,12 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     with timings.stage("plan"):
         plan = plan_tiers(filtered.kept, caps)
     with timings.stage("fetch"):
-        bodies = fetch_bodies(caller=caller, plan=plan, family=caps.family)
+        bodies, documents = fetch_bodies(caller=caller, plan=plan, family=caps.family,
+                                         parents=_shared_parents(plan))
     with timings.stage("render"):
         entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, caps.family)
     with timings.stage("merge"):
-        entries, rendered, used, merged = _merged(caller, entries, rendered, used, caps.family)
+        entries, rendered, used, merged = _merged(entries, documents, rendered, used, caps.family)
     with timings.stage("rewrite"):
         digest = rewrite_digest(rewrite=params.rewrite, rendered=rendered, entries=entries, context=context,
                                 max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
@@ -227,7 +233,7 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
                            "returned": len(plan.entries)}
     plan = Plan(entries=planned, dropped=[], used_tokens=sum(e.cost for e in planned))
     with timings.stage("fetch"):
-        bodies = fetch_bodies(caller=caller, plan=plan, family=family)
+        bodies, _ = fetch_bodies(caller=caller, plan=plan, family=family)
     with timings.stage("render"):
         entries, rendered, used = _fit(_rendered_entries(plan, bodies), params.max_tokens, family)
     stats = _stats(entries, candidates=candidates, searched={name: s["candidates"] for name, s in slots.items()},

@@ -9,7 +9,7 @@ from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from profiles.selectors import current_settings, purpose_profile
 from profiles.services import record_recall_event
-from retrieval.find import FindQuery, find, group_hits, ranked_hits, scoped_rows
+from retrieval.find import FindQuery, find, group_hits, ranked_hits, scope_predicate
 from sessions_app.selectors import find_session
 
 V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
@@ -58,7 +58,7 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
     if not session_id:
         with timings.stage("find"):
             return find(caller=caller, spec=spec), timings
-    scoped_rows(caller, spec)  # a bad filter is refused before the LLM call is paid for
+    scope = scope_predicate(caller, spec)  # a bad filter is refused before the LLM call is paid for
     with timings.stage("expansion"):
         plan = plan_queries(query=spec.query, mode=query_expansion,
                             context=SessionContext(find_session(caller=caller, session_id=session_id)),
@@ -68,7 +68,8 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
             result = find(caller=caller, spec=spec)
         else:
             vectors = embed_queries(plan.queries)
-            result = group_hits(_merged_hits([ranked_hits(caller, spec, vector) for vector in vectors], spec.limit))
+            hit_lists = [ranked_hits(caller, spec, vector, scope) for vector in vectors]
+            result = group_hits(_merged_hits(hit_lists, spec.limit))
     result["query_plan"] = plan.as_dict()
     return result, timings
 

@@ -1,25 +1,52 @@
 import datetime as dt
 from decimal import Decimal
 
+from django.db import connection
 from django.db.models import Aggregate, Count, FloatField, Q, Sum
 from django.db.models.functions import TruncDate
 
 from profiles.models import LLMUsage, ModelPrice, PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
 
-# Read on every request, so a raw SELECT on the primary key / unique name: half the cost of composing and
-# compiling the ORM query (bench/RESULTS.md, profile of /search), and still fresh for every worker.
-_SETTINGS_SQL = f"SELECT * FROM {RetrievalSettings._meta.db_table} WHERE id = 1"
-_PROFILE_SQL = f"SELECT * FROM {PurposeProfile._meta.db_table} WHERE name = %s AND enabled"
+
+class _RowReader:
+    """One model row by plain SQL, built with `Model.from_db`: read on every request, where composing the ORM (or
+    RawQuerySet) query and mapping its columns cost several times the round trip (bench/RESULTS.md)."""
+
+    def __init__(self, model, where: str):
+        self.model = model
+        self.fields = model._meta.concrete_fields
+        self.names = [field.attname for field in self.fields]
+        columns = ", ".join(f'"{field.column}"' for field in self.fields)
+        self.sql = f"SELECT {columns} FROM {model._meta.db_table} WHERE {where}"
+        # JSON columns arrive as text (Django's psycopg loaders): each field's own conversion, as the ORM applies.
+        self.converters = [(index, field.from_db_value) for index, field in enumerate(self.fields)
+                           if hasattr(field, "from_db_value")]
+
+    def one(self, params=()):
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        if self.converters:
+            row = list(row)
+            for index, convert in self.converters:
+                row[index] = convert(row[index], None, connection)
+        return self.model.from_db(connection.alias, self.names, row)
+
+
+_SETTINGS = _RowReader(RetrievalSettings, "id = 1")
+_PROFILE = _RowReader(PurposeProfile, "name = %s AND enabled")
 
 
 def current_settings() -> RetrievalSettings:
     """Read per request, so an operator's change applies to the next request in every worker."""
-    settings_row = next(iter(RetrievalSettings.objects.raw(_SETTINGS_SQL)), None)
+    settings_row = _SETTINGS.one()
     return settings_row if settings_row is not None else RetrievalSettings(pk=1)
 
 
 def purpose_profile(name: str) -> PurposeProfile | None:
-    return next(iter(PurposeProfile.objects.raw(_PROFILE_SQL, [name])), None)
+    return _PROFILE.one([name])
 
 
 def enabled_purposes() -> list[str]:
