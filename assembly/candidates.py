@@ -82,7 +82,7 @@ def quota_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[fl
     """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one."""
     active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
     selects, common = quota_statement(peers.restrict(scope), vectors, active)
-    rows = fetch_union(selects, common=common)
+    rows = fetch_union(selects, common=common, prepare=True)
     by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
     for bucket, candidate in _best_by_uri(rows, peers, spec.score_threshold).values():
         by_bucket[bucket].append(candidate)

@@ -121,9 +121,18 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
     budget = _Budget(caps)
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []
+    shells: dict[tuple[str, str], int] = {}
+
+    def cost_of(candidate: Candidate, tier: str, body: int) -> int:
+        """block_cost, its shell (tags and separator) estimated once per candidate and tier: the rounds ask
+        again for the same shells."""
+        key = (candidate.uri, tier)
+        if key not in shells:
+            shells[key] = block_cost(candidate, tier, 0, family)
+        return shells[key] + (body if tier != "uri" else 0)
 
     def take(candidate: Candidate, tier: str, body: int) -> bool:
-        cost = block_cost(candidate, tier, body, family)
+        cost = cost_of(candidate, tier, body)
         if not budget.fits(candidate, cost):
             return False
         budget.spend(candidate, cost)
@@ -137,7 +146,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
 
     def upgrade(candidate: Candidate, tier: str, body: int) -> None:
         current = chosen[candidate.uri]
-        cost = block_cost(candidate, tier, body, family)
+        cost = cost_of(candidate, tier, body)
         if budget.fits(candidate, cost - current.cost):
             budget.spend(candidate, cost - current.cost)
             chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
@@ -150,10 +159,9 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
         if candidate.kind != "file" or _ceiling(candidate, caps) != "full":
             continue
         current = chosen[candidate.uri]
-        room = caps.max_tokens - budget.used + current.cost - block_cost(candidate, "full", 0, family)
+        room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
         if candidate.category == "events" and caps.events_budget is not None:
-            room = min(room, caps.events_budget - budget.events_used + current.cost
-                       - block_cost(candidate, "full", 0, family))
+            room = min(room, caps.events_budget - budget.events_used + current.cost - cost_of(candidate, "full", 0))
         body = min(candidate.content_tokens, caps.per_entry_cap, room)
         # The whole content is worth it (the client then needs no read); a cut head must say clearly more than
         # the abstract it replaces, or the budget is better left unspent.

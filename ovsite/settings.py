@@ -131,6 +131,12 @@ DATABASES["default"]["OPTIONS"].update(
     keepalives=1, keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
     keepalives_interval=env.int("OVSITE_DB_KEEPALIVES_INTERVAL_S", default=10),
     keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3))
+# Server-side prepared statements for the statements ovsite binds server-side (retrieval.find._prepared_cursor: the
+# per-bucket quota search, whose planning cost more than its six index scans' distance work left). Off behind a
+# transaction-mode connection pooler (PgBouncer before 1.21), where a prepared statement does not follow the session.
+DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
+if DB_PREPARED_STATEMENTS:
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 1
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

@@ -6,8 +6,10 @@ from datetime import timezone as dt_timezone
 from functools import cache, lru_cache
 
 import numpy as np
+from psycopg import sql as pg_sql
 from django.conf import settings
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -152,8 +154,12 @@ def visible_predicate(caller: Caller) -> Predicate:
 
 @cache
 def bucket_predicate(bucket: str) -> Predicate:
-    """Constant per bucket, so compiled once per process; it matches the bucket's partial HNSW index."""
-    return _compiled(Context.objects.filter(BUCKET_CONDITIONS[bucket]))
+    """Constant per bucket, so compiled once per process, its values written in as SQL literals: the planner proves
+    the bucket's partial HNSW index from them, which it cannot do from parameters in a prepared statement's
+    generic plan."""
+    compiled = _compiled(Context.objects.filter(BUCKET_CONDITIONS[bucket]))
+    literals = tuple(pg_sql.Literal(value).as_string().replace("%", "%%") for value in compiled.params)
+    return Predicate(compiled.sql.replace("%%", "%%%%") % literals)
 
 
 def peer_predicate(peers: tuple[str, ...]) -> Predicate:
@@ -191,13 +197,18 @@ def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...]
 
 
 def fetch_union(selects: list[Predicate], ef_search: int | None = None,
-                common: tuple[Predicate, ...] = ()) -> list[dict]:
+                common: tuple[Predicate, ...] = (), prepare: bool = False) -> list[dict]:
     """All selects in one statement (UNION ALL): one round trip, rows as dicts. `common` are the statement's
     named subqueries (`name AS (…)` of its WITH clause). `ef_search` other than the connection's applies to this
-    statement only."""
+    statement only. With `prepare` (and the connection's ef_search), the statement is bound server-side and
+    prepared once it repeats (see `_prepared_cursor`)."""
     if not selects:
         return []
     sql, params = union_statement(selects, common)
+    if prepare:
+        with _prepared_cursor() as cursor:
+            cursor.execute(sql, params)
+            return _rows(cursor)
     if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
         return _fetch(sql, params)
     return _fetch(sql, params, int(ef_search))
@@ -218,8 +229,26 @@ def _fetch(sql: str, params: list, ef_search: int | None = None) -> list[dict]:
             # as one implicit transaction, so SET LOCAL ends with the select (inside an atomic block, with it).
             cursor.execute(f"SET LOCAL hnsw.ef_search = {ef_search}; {sql}", params)
             cursor.nextset()
-        names = [column.name for column in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return _rows(cursor)
+
+
+def _rows(cursor) -> list[dict]:
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _prepared_cursor():
+    """A Django cursor over psycopg's server-side binding cursor, which prepares a statement text it has seen
+    `prepare_threshold` times before on its connection (settings.DB_PREPARED_STATEMENTS; Django's own cursors bind
+    client-side and never prepare). For a statement whose text repeats with new values, such as the per-bucket
+    quota search, the plan is made once per connection instead of once per request. The same checks as
+    `connection.cursor()`: health, thread sharing, query logging."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = ServerBindingCursor(connection.connection)
+    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
 
 
 def vector_text(vector) -> str:

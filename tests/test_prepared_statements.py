@@ -1,0 +1,81 @@
+"""The per-bucket quota search is bound server-side and prepared once per connection (settings.DB_PREPARED_STATEMENTS):
+its plan is made once, still on each bucket's partial HNSW index, and it answers exactly as the unprepared statement."""
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from assembly.candidates import BUCKETS, quota_statement
+from ovsite.auth import Caller
+from ovsite.models import Account
+from retrieval.embedders import embed_query
+from retrieval.find import FindQuery, bucket_predicate, fetch_union, scope_predicate
+from retrieval.models import BUCKET_CONDITIONS, Context
+
+MEMORIES = {
+    "viking://user/default/memories/events/deploy.md": "We deployed the billing service on Friday.",
+    "viking://user/default/memories/entities/alice.md": "Alice leads the billing team.",
+    "viking://user/default/memories/preferences/editor.md": "Prefers vim with a dark theme.",
+    "viking://user/default/memories/experiences/rollback.md": "A rollback of billing took ten minutes.",
+}
+CODING = {"query": "billing deploy", "mode": "context", "purpose": "coding", "score_threshold": 0}
+
+
+def _quota_prepared() -> list[tuple[str, int, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
+                       "WHERE statement LIKE %s", ["%UNION ALL%context_type%"])
+        return cursor.fetchall()
+
+
+def test_a_repeated_quota_search_is_prepared_once_and_runs_its_generic_plan(api):
+    for uri, text in MEMORIES.items():
+        api.write(uri, text)
+    answers = []
+    for _ in range(8):
+        status, answer = api.post("/api/v1/search/search", CODING)
+        assert status == 200, answer
+        answers.append([entry["uri"] for entry in answer["result"]["entries"]])
+    assert all(uris == answers[0] for uris in answers) and set(answers[0]) == set(MEMORIES)
+    [(statement, generic, custom)] = _quota_prepared()  # one statement text, whatever the query vector
+    assert generic + custom >= 7 and generic >= 1
+    # The generic plan still scans each bucket's partial index: parameters in place of the bucket values would
+    # leave the planner nothing to prove the index predicates with, and it would filter the whole-store index.
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert all(f"Index Scan using context_hnsw_{bucket} " in plan for bucket in BUCKETS), plan
+    assert "context_embedding_hnsw" not in plan
+
+
+def test_prepared_and_client_bound_statements_answer_the_same_rows(api):
+    for uri, text in MEMORIES.items():
+        api.write(uri, text)
+    account = Account.objects.get(name="default")
+    caller = Caller(account.id, "default", "default", "admin")
+    scope = scope_predicate(caller, FindQuery(query=""))
+    active = [(bucket, 3) for bucket in BUCKETS]
+    for query in ("billing deploy", "dark editor theme", "who leads the team"):
+        selects, common = quota_statement(scope, [embed_query(query)], active)
+        client_bound = fetch_union(selects, common=common)
+        for _ in range(3):  # the first runs plan it; later runs use the prepared statement
+            assert fetch_union(selects, common=common, prepare=True) == client_bound
+        assert {row["uri"] for row in client_bound} == set(MEMORIES)
+
+
+def test_a_prepared_search_is_logged_like_any_other_statement(api):
+    api.write(*next(iter(MEMORIES.items())))
+    with CaptureQueriesContext(connection) as queries:
+        status, _ = api.post("/api/v1/search/search", CODING)
+    assert status == 200
+    assert any("UNION ALL" in query["sql"] and "context_type" in query["sql"] for query in queries.captured_queries)
+
+
+def test_bucket_conditions_are_written_in_as_literals_and_select_what_the_orm_selects(api):
+    for uri, text in MEMORIES.items():
+        api.write(uri, text)
+    for bucket, condition in BUCKET_CONDITIONS.items():
+        predicate = bucket_predicate(bucket)
+        assert predicate.params == ()
+        with connection.cursor() as cursor:
+            cursor.execute(f'SELECT "retrieval_context"."uri" FROM "retrieval_context" WHERE {predicate.sql}')
+            assert {uri for (uri,) in cursor.fetchall()} == set(
+                Context.objects.filter(condition).values_list("uri", flat=True))
