@@ -1,11 +1,9 @@
 """The executor: fetches exactly the planned levels for exactly the planned URIs, in one query."""
 from collections.abc import Collection
 
-from django.db import connection
-
 from assembly.planner import Plan
 from ovsite.auth import Caller
-from retrieval.find import visible_predicate
+from retrieval.find import prepared_cursor, visible_predicate
 from retrieval.tokens import truncate_to_tokens
 
 
@@ -31,7 +29,7 @@ def fetch_bodies(*, caller: Caller, plan: Plan, family: str,
            f'FROM "retrieval_context" WHERE ({visible.sql}) AND "retrieval_context"."uri" = ANY(%s) '
            'AND "retrieval_context"."kind" = %s AND "retrieval_context"."content_hash" <> %s')
     documents = set()
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # the same text on every request of this caller: planned once
         cursor.execute(sql, [full, *visible.params, list(deep), *visible.params, list(parents), "dir", ""])
         for uri, text, is_document in cursor.fetchall():
             if is_document:

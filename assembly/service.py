@@ -1,5 +1,6 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
 import time
+from functools import partial
 
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.params import resolve_bootstrap_params, resolve_context_params
@@ -16,8 +17,11 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
 
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
-           actor_peer: str = "", endpoint: str = "search", settings_row=None) -> tuple[dict, Timings]:
-    """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records."""
+           actor_peer: str = "", endpoint: str = "search", settings_row=None,
+           after_response: list | None = None) -> tuple[dict, Timings]:
+    """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records.
+    Given `after_response`, the recording is appended to it as a job for once the response is sent; otherwise
+    (MCP) it is recorded here."""
     if data["mode"] == "list":
         return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
                      query_expansion=data["query_expansion"])
@@ -35,9 +39,13 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
                                     deprecated=deprecated, actor_peer=actor_peer)
     result, timings = assemble_context(caller=caller, params=params, settings_row=settings_row)
     if settings_row.record_recall_events:
-        with timings.stage("record"):
-            record_recall_event(endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
-                                latency_ms=(time.perf_counter() - started) * 1000)
+        record = partial(record_recall_event, endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
+                         latency_ms=(time.perf_counter() - started) * 1000)
+        if after_response is None:
+            with timings.stage("record"):
+                record()
+        else:
+            after_response.append(record)
     return result, timings
 
 

@@ -124,20 +124,21 @@ SEARCH_RESULT = {"oneOf": [LIST_RESULT, CONTEXT_RESULT]}
 
 
 def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
-               settings_row=None):
-    """A /search request body → (result, timings); the REST views and the MCP tools both come through here."""
+               settings_row=None, after_response: list | None = None):
+    """A /search request body → (result, timings); the REST views and the MCP tools both come through here. The
+    REST views pass `after_response` (see service.search)."""
     data = parse(SearchRequest, body)
     return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
                           deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint,
-                          settings_row=settings_row)
+                          settings_row=settings_row, after_response=after_response)
 
 
-def run_recall(*, caller, body, actor_peer: str = ""):
+def run_recall(*, caller, body, actor_peer: str = "", after_response: list | None = None):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
     settings_row = current_settings()  # one read serves the preset's defaults and the search
     body, deprecated = service.recall_request(body, settings_row)
     result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
-                                 endpoint="recall", settings_row=settings_row)
+                                 endpoint="recall", settings_row=settings_row, after_response=after_response)
     return result, timings, deprecated
 
 
@@ -148,8 +149,10 @@ def _actor_peer(request) -> str:
 @operation(request=SearchRequest, result=SEARCH_RESULT, errors=(400,), description=SEARCH_DESCRIPTION)
 @api_view(["POST"])
 def search_view(request):
-    result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
-    return ok(result, headers=timings.header())
+    after = []  # the recall event is written once the answer is sent
+    result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request),
+                                 after_response=after)
+    return ok(result, headers=timings.header(), after=after)
 
 
 @operation(request=RecallRequest, result=SEARCH_RESULT, errors=(400,),
@@ -157,9 +160,11 @@ def search_view(request):
                        "with a session_id, dedup_turns default to the operator's recall settings.")
 @api_view(["POST"])
 def recall_view(request):
-    result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request))
+    after = []
+    result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request),
+                                             after_response=after)
     headers = timings.header()
     if deprecated:
         log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
         headers.update({"Deprecation": "true", "Link": '</api/v1/search/search>; rel="successor-version"'})
-    return ok(result, headers=headers)
+    return ok(result, headers=headers, after=after)

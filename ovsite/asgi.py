@@ -4,8 +4,9 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
-# Django runs each ASGI request in a thread of its own: a persistent connection would outlive its thread (Django's
-# deployment docs), so connections close at the end of each request unless the environment says otherwise.
+# Django runs each ASGI request in a thread of its own, which a persistent connection would outlive (Django's
+# deployment docs): requests take their connections from a pool instead, or without it close them at the end.
+os.environ.setdefault("OVSITE_DB_POOL", "true")
 os.environ.setdefault("OVSITE_DB_CONN_MAX_AGE", "0")
 django_application = get_asgi_application()
 

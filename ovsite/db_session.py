@@ -15,7 +15,7 @@ def session_options(*, statement_timeout_ms: int) -> str:
 
 def use_statement_timeout(milliseconds: int) -> None:
     """PostgreSQL's statement_timeout for the connections this process opens from now on (0: no limit); the open
-    ones are closed, so none keeps the old value. Settings hold the web requests' value; a Celery worker and a
-    management command call this as they start."""
+    ones are closed. Settings hold the web requests' value; a Celery worker and a management command call this as
+    they start, before any query, so a connection pool (OVSITE_DB_POOL), made at the first, takes the new value."""
     settings.DATABASES["default"]["OPTIONS"]["options"] = session_options(statement_timeout_ms=milliseconds)
     connections.close_all()

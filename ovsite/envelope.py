@@ -14,8 +14,26 @@ from ovsite.errors import OvsiteError
 log = logging.getLogger("ovsite")
 
 
-def ok(result, status: int = 200, headers: dict | None = None) -> Response:
-    return Response({"status": "ok", "result": result}, status=status, headers=headers)
+class _ThenResponse(Response):
+    """A response that runs its `after` jobs once it has been sent: the WSGI or ASGI server calls close() when the
+    client has every byte. Each job handles its own errors."""
+
+    def __init__(self, data, *, after: list, **kwargs):
+        super().__init__(data, **kwargs)
+        self._after = after
+
+    def close(self):
+        for job in self._after:
+            job()
+        super().close()  # then Django's request_finished, which may close the connection the jobs used
+
+
+def ok(result, status: int = 200, headers: dict | None = None, after: list | None = None) -> Response:
+    """The success envelope; `after` are jobs for once the response is sent (off the caller's latency)."""
+    body = {"status": "ok", "result": result}
+    if after:
+        return _ThenResponse(body, after=after, status=status, headers=headers)
+    return Response(body, status=status, headers=headers)
 
 
 def error_body(code: str, message: str, details: dict | None = None) -> dict:

@@ -120,7 +120,11 @@ else:
 DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=30000)
 DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
 DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
+# A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
+# thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
+# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms (bench/RESULTS.md).
+DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
+DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
     f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}")
@@ -131,8 +135,15 @@ DATABASES["default"]["OPTIONS"].update(
     keepalives=1, keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
     keepalives_interval=env.int("OVSITE_DB_KEEPALIVES_INTERVAL_S", default=10),
     keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3))
-# Server-side prepared statements for the statements ovsite binds server-side (retrieval.find._prepared_cursor: the
-# per-bucket quota search, whose planning cost more than its six index scans' distance work left). Off behind a
+if DB_POOL:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": env.int("OVSITE_DB_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("OVSITE_DB_POOL_MAX_SIZE", default=20),
+        # A request waits as long for a pooled connection as for a new one, then answers 503 UNAVAILABLE.
+        "timeout": DATABASES["default"]["OPTIONS"]["connect_timeout"],
+    }
+# Server-side prepared statements for the statements ovsite binds server-side (retrieval.find.prepared_cursor: the
+# per-bucket quota search, whose plan cost 1.6-2 ms a request, and the executor's fetch). Off behind a
 # transaction-mode connection pooler (PgBouncer before 1.21), where a prepared statement does not follow the session.
 DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
 if DB_PREPARED_STATEMENTS:

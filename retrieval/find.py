@@ -201,12 +201,12 @@ def fetch_union(selects: list[Predicate], ef_search: int | None = None,
     """All selects in one statement (UNION ALL): one round trip, rows as dicts. `common` are the statement's
     named subqueries (`name AS (…)` of its WITH clause). `ef_search` other than the connection's applies to this
     statement only. With `prepare` (and the connection's ef_search), the statement is bound server-side and
-    prepared once it repeats (see `_prepared_cursor`)."""
+    prepared once it repeats (see `prepared_cursor`)."""
     if not selects:
         return []
     sql, params = union_statement(selects, common)
     if prepare:
-        with _prepared_cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, params)
             return _rows(cursor)
     if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
@@ -237,7 +237,7 @@ def _rows(cursor) -> list[dict]:
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _prepared_cursor():
+def prepared_cursor():
     """A Django cursor over psycopg's server-side binding cursor, which prepares a statement text it has seen
     `prepare_threshold` times before on its connection (settings.DB_PREPARED_STATEMENTS; Django's own cursors bind
     client-side and never prepare). For a statement whose text repeats with new values, such as the per-bucket

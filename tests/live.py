@@ -89,9 +89,20 @@ def wait_until(predicate, timeout_s: float, what: str, process: Process | None =
 def start_ovsite(log_dir: Path, env: dict, threads: int = 8, workers: int = 1) -> tuple[Process, str]:
     """ovsite under gunicorn (gthread workers), as deployed; returns it and its base URL once /health answers."""
     port = free_port()
-    process = Process("gunicorn", [sys.executable, "-m", "gunicorn", "ovsite.wsgi", "--bind", f"127.0.0.1:{port}",
-                                   "--workers", str(workers), "--worker-class", "gthread", "--threads", str(threads),
-                                   "--timeout", "60"], env, log_dir)
+    return _started(Process("gunicorn", [sys.executable, "-m", "gunicorn", "ovsite.wsgi", "--bind",
+                                         f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", "gthread",
+                                         "--threads", str(threads), "--timeout", "60"], env, log_dir), port)
+
+
+def start_asgi(log_dir: Path, env: dict) -> tuple[Process, str]:
+    """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it."""
+    port = free_port()
+    return _started(Process("uvicorn", [sys.executable, "-m", "uvicorn", "ovsite.asgi:application", "--host",
+                                        "127.0.0.1", "--port", str(port), "--log-level", "warning"], env, log_dir),
+                    port)
+
+
+def _started(process: Process, port: int) -> tuple[Process, str]:
     url = f"http://127.0.0.1:{port}"
 
     def healthy():

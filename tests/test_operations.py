@@ -9,11 +9,12 @@ import sys
 
 import httpx
 import pytest
+from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from retrieval import llm
 from retrieval.models import Context
-from tests.live import ROOT, child_env, database_env, start_ovsite
+from tests.live import ROOT, child_env, database_env, start_asgi, start_ovsite
 
 REQUEST_ID = "0f8e6a5c2b7d4e1f9a3b6c8d0e2f4a61"
 
@@ -112,6 +113,33 @@ def test_gunicorn_workers_sum_their_metrics_and_log_json_lines_with_the_request_
     assert (access["status"], access["route"], access["level"]) == (404, "<unmatched>", "INFO")
     assert any(line.get("request_id") == made.headers["X-Request-ID"] and line.get("route") == "/api/v1/sessions"
                for line in lines)
+
+
+def _sessions_opened() -> int:
+    """Connections ever opened to the test database (PostgreSQL 14+ counts them per database)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("pool, at_most", [(None, 3), ("false", None)])
+def test_the_asgi_app_takes_its_connections_from_a_pool(seeded, tmp_path, pool, at_most):
+    """`make run` serves the ASGI app, where Django gives each request a thread of its own: without the pool every
+    request would open its own connection (~6.7 ms). `OVSITE_DB_POOL=false` shows the difference the test sees."""
+    env = child_env(**database_env(), **({"OVSITE_DB_POOL": pool} if pool else {}))
+    web, url = start_asgi(tmp_path, env)
+    try:
+        before, requests = _sessions_opened(), 20
+        for _ in range(requests):
+            assert httpx.get(url + "/ready", timeout=10).status_code == 200
+        opened = _sessions_opened() - before
+    finally:
+        web.stop()
+    if at_most is None:
+        assert opened >= requests  # one connection per request: what the pool saves
+    else:
+        assert opened <= at_most, opened
 
 
 def _json_lines(text: str) -> list[dict]:

@@ -1,11 +1,15 @@
 """One RecallEvent per /search context and /recall request, never failing it, and the roll-up that prunes them."""
 import datetime as dt
+import json
 
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
+from rest_framework.test import APIRequestFactory
 
+from assembly.views import recall_view, run_search, search_view
+from ovsite.auth import authenticate_headers
 from profiles.models import RecallDaily, RecallEvent, RetrievalSettings
 from profiles.tasks import roll_up_old_recall_events
 from sessions_app.models import Session
@@ -74,9 +78,27 @@ def test_recording_can_be_switched_off_in_the_settings(corpus):
     assert "record;" not in corpus.last["Server-Timing"]
 
 
-def test_the_record_stage_is_in_server_timing(corpus):
-    post(corpus, SEARCH, {"query": "deploy", "mode": "context"})
-    assert "record;dur=" in corpus.last["Server-Timing"]
+@pytest.mark.parametrize("path, view", [(SEARCH, search_view), (RECALL, recall_view)])
+def test_rest_records_once_the_response_is_sent_not_before(corpus, path, view):
+    """The INSERT is off the caller's latency: the server calls close() when the client has the whole answer."""
+    request = APIRequestFactory().post(path, {"query": "deploy", "mode": "context"}, format="json",
+                                       REMOTE_ADDR="127.0.0.1")
+    response = view(request)
+    response.render()
+    assert response.status_code == 200 and "record;" not in response["Server-Timing"]
+    assert not RecallEvent.objects.exists()
+    response.close()
+    [event] = RecallEvent.objects.values(*EVENT_FIELDS)
+    assert event == event_of(json.loads(response.content)["result"]["stats"], path.rsplit("/", 1)[1])
+
+
+def test_without_a_response_to_wait_for_the_event_is_recorded_at_once(corpus):
+    """The MCP tools answer through the same service without an HTTP response of Django's: recorded inline."""
+    caller = authenticate_headers({}, "127.0.0.1")[0]
+    result, timings = run_search(caller=caller, body={"query": "deploy", "mode": "context"})
+    assert "record;dur=" in timings.header()["Server-Timing"]
+    [event] = RecallEvent.objects.values(*EVENT_FIELDS)
+    assert event == event_of(result["stats"], "search")
 
 
 def test_a_failing_insert_never_fails_the_request(corpus, caplog):
