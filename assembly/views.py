@@ -133,9 +133,9 @@ def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: st
                           settings_row=settings_row, after_response=after_response)
 
 
-def run_recall(*, caller, body, actor_peer: str = "", after_response: list | None = None):
+def run_recall(*, caller, body, actor_peer: str = "", after_response: list | None = None, settings_row=None):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
-    settings_row = current_settings()  # one read serves the preset's defaults and the search
+    settings_row = settings_row or current_settings()  # one read serves the preset's defaults and the search
     body, deprecated = service.recall_request(body, settings_row)
     result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
                                  endpoint="recall", settings_row=settings_row, after_response=after_response)
@@ -146,12 +146,17 @@ def _actor_peer(request) -> str:
     return request.headers.get("X-OpenViking-Actor-Peer", "")
 
 
+def _read_settings(request):
+    """The settings row if this request has read it already (the per-key rate limit does), else None."""
+    return getattr(request, "retrieval_settings", None)
+
+
 @operation(request=SearchRequest, result=SEARCH_RESULT, errors=(400,), description=SEARCH_DESCRIPTION)
 @api_view(["POST"])
 def search_view(request):
     after = []  # the recall event is written once the answer is sent
     result, timings = run_search(caller=request.user, body=request.data, actor_peer=_actor_peer(request),
-                                 after_response=after)
+                                 after_response=after, settings_row=_read_settings(request))
     return ok(result, headers=timings.header(), after=after)
 
 
@@ -162,7 +167,7 @@ def search_view(request):
 def recall_view(request):
     after = []
     result, timings, deprecated = run_recall(caller=request.user, body=request.data, actor_peer=_actor_peer(request),
-                                             after_response=after)
+                                             after_response=after, settings_row=_read_settings(request))
     headers = timings.header()
     if deprecated:
         log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))

@@ -34,17 +34,6 @@ ENDPOINTS = {
 }
 
 
-def _bucket_index_sql() -> dict[str, str]:
-    """The per-bucket partial HNSW indexes exactly as the model defines them."""
-    from django.db import connection
-
-    from retrieval.models import Context
-
-    with connection.schema_editor(collect_sql=True) as editor:
-        return {ix.name: str(ix.create_sql(Context, editor)) for ix in Context._meta.indexes
-                if ix.name.startswith("context_hnsw_")}
-
-
 def reuse_or_load(args, loaded_nodes: int) -> None:
     """With `--reuse` and the corpus already loaded, only migrate (on a stale schema the server answers 500);
     otherwise load it anew."""
@@ -58,8 +47,8 @@ def reuse_or_load(args, loaded_nodes: int) -> None:
 
 def load_bench_corpus(size: int):
     """Sets Django up on the bench database `corpus.BENCH_DB` (migrated) and loads the corpus of
-    bench/find_latency.py into it, the per-bucket partial HNSW indexes built after the load. Returns the loader's
-    figures (plus `bucket_index_s`) and the raw connection."""
+    bench/find_latency.py into it (every HNSW index built after the load). Returns the loader's figures and the
+    raw connection."""
     import django
 
     django.setup()
@@ -74,17 +63,7 @@ def load_bench_corpus(size: int):
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
     conn = corpus.raw_connection()
-    bucket_indexes = _bucket_index_sql()
-    for name in bucket_indexes:  # the loader rebuilds the full index after its COPY; these follow it
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
-    loaded = corpus.load(size, account.id, conn, dt.datetime.now(dt.timezone.utc))
-    started = time.perf_counter()
-    with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        for sql in bucket_indexes.values():
-            conn.execute(sql)
-    loaded["bucket_index_s"] = time.perf_counter() - started
-    return loaded, conn
+    return corpus.load(size, account.id, conn, dt.datetime.now(dt.timezone.utc)), conn
 
 
 def run(args) -> dict:

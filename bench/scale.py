@@ -237,6 +237,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     from pgvector.psycopg import register_vector
     from tqdm import tqdm
 
+    from retrieval.bulk import vector_index_sql
     from retrieval.embedders import get_embedder
     from retrieval.tokens import estimate_tokens
 
@@ -244,8 +245,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     out: dict = {"size": args.size, "base": min(args.base, args.size)}
     conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     indexes = _secondary_indexes(conn)
-    hnsw = {name: hnsw_sql(sql, args.m, args.ef_construction) for name, sql in
-            {common.HNSW_INDEX: common.hnsw_create_sql(), **assembly_latency._bucket_index_sql()}.items()}
+    hnsw = {name: hnsw_sql(sql, args.m, args.ef_construction) for name, sql in vector_index_sql().items()}
     out["hnsw_sql"] = hnsw[common.HNSW_INDEX]
     for name in indexes:
         conn.execute(f"DROP INDEX IF EXISTS {name}")

@@ -20,7 +20,10 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
     def allow_request(self, request, view):
         if not request.auth:  # before the settings read: keyless dev-mode requests pay nothing
             return True
-        per_minute = current_settings().api_rate_limit_per_minute
+        settings_row = current_settings()
+        # The views take the row from the request: one settings read per request, not one here and one there.
+        request.retrieval_settings = settings_row
+        per_minute = settings_row.api_rate_limit_per_minute
         if not per_minute:
             return True
         self.rate = f"{per_minute}/min"

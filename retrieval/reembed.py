@@ -2,12 +2,10 @@
 from django.conf import settings
 from django.db import connection, transaction
 
+from retrieval.bulk import build_vector_indexes, drop_vector_indexes
 from retrieval.embedders import get_embedder
 from retrieval.models import Context
 from retrieval.uris import parse_uri
-
-INDEX_SQL = ("CREATE INDEX context_embedding_hnsw ON retrieval_context USING hnsw (embedding vector_cosine_ops) "
-             "WITH (m = 16, ef_construction = 64)")
 
 
 def stored_dimension() -> int:
@@ -18,11 +16,11 @@ def stored_dimension() -> int:
 
 
 def change_dimension(dim: int) -> None:
-    """Drops every vector and the index, and retypes the column; the caller re-embeds."""
+    """Drops every vector and the HNSW indexes, and retypes the column; the caller re-embeds."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS context_embedding_hnsw")
+        drop_vector_indexes(cursor)
         cursor.execute(f"ALTER TABLE retrieval_context ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
-        cursor.execute(INDEX_SQL)
+        build_vector_indexes(cursor)
 
 
 def reembed_all(*, batch_size: int = 256, progress=None) -> int:

