@@ -366,10 +366,13 @@ def raw_connection():
     import psycopg
     from django.conf import settings
 
+    from ovsite.db_session import session_options
+
     db = settings.DATABASES["default"]
     assert db["NAME"] == BENCH_DB, db["NAME"]
+    # Corpus loads and index builds are maintenance: the commands' statement timeout, not the web requests'.
     return psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"], autocommit=True,
-                           options=db["OPTIONS"]["options"])
+                           options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS))
 
 
 COPY_COLUMNS = ("account_id", "uri", "parent_uri", "kind", "context_type", "category", "owner", "peer", "abstract",

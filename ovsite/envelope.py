@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from psycopg.errors import QueryCanceled
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -78,6 +79,12 @@ def _classify(exc) -> tuple[int, str, str, dict]:
     if isinstance(exc, RequestDataTooBig):  # Django's own check, on the fields of a multipart body
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return 413, "RESOURCE_EXHAUSTED", f"request body exceeds {limit} bytes", {"limit_bytes": limit}
+    if isinstance(exc, OperationalError) and isinstance(exc.__cause__, QueryCanceled):
+        # statement_timeout (settings.py) on a stuck database or a lock wait: the database is there but not
+        # answering in time, which the client may retry as any 503
+        log.warning("database statement cancelled: %s", exc)
+        return 503, "UNAVAILABLE", f"database statement cancelled: {exc.__cause__.diag.message_primary}", {
+            "service": "database", "reason": "statement_cancelled"}
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.warning("database unavailable: %s", exc)
         return 503, "UNAVAILABLE", "database unavailable", {"service": "database"}
@@ -101,6 +108,23 @@ def exception_handler(exc, context):
     if isinstance(exc, drf.Throttled) and exc.wait:
         headers["Retry-After"] = str(int(exc.wait))
     return Response(body, status=status, headers=headers)
+
+
+class DatabaseErrorMiddleware:
+    """A view outside DRF (the admin, the dashboards) that meets a database error answers as the API does, with the
+    503 UNAVAILABLE envelope, not Django's 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            status, body = error_envelope(exception)
+            return JsonResponse(body, status=status)
+        return None
 
 
 def django_not_found(request, exception=None):

@@ -4,12 +4,16 @@ service answers. `find`, `search` and `recall` take their REST route's body as i
 REST serializer's (as drf-spectacular writes it for /api/schema/) and the serializer alone validates, so bad input
 is the REST error envelope, as a tool error. Context tools return the `rendered` text (the digest when one was
 written); the others compact JSON. Auth is the REST API keys' (`ovsite.auth`), checked per HTTP request before
-MCP sees it; `X-OpenViking-Actor-Peer` names the actor peer as on REST.
+MCP sees it; `X-OpenViking-Actor-Peer` names the actor peer as on REST. Each tool call counts against its key's
+rate limit, on the REST throttle's own counter (ovsite/throttling.py), and in the request metrics as route
+`mcp:<tool>` (ovsite/metrics.py).
 
 The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
 sync views under ASGI, with the same connection housekeeping around them.
 """
 import json
+import math
+import time
 import uuid
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -36,7 +40,9 @@ from assembly.views import run_recall, run_search, search_view
 from ovsite.api import parse
 from ovsite.auth import Caller, authenticate_headers, require_account_caller
 from ovsite.envelope import error_envelope
-from ovsite.errors import InvalidArgument
+from ovsite.errors import InvalidArgument, ResourceExhausted
+from ovsite.metrics import record_request
+from ovsite.throttling import admit_key
 from retrieval import selectors
 from retrieval.find import find as find_hits
 from retrieval.views import FindRequest, LsParams, find_query_from, find_view
@@ -71,16 +77,35 @@ def _state(ctx: Context):
     return ctx.request_context.request.state
 
 
-async def _call(ctx: Context, function, **kwargs) -> CallToolResult:
+def _admitted(function, *, key: str | None, **kwargs):
+    """The tool body, once the key's rate limit lets the call through."""
+    wait = admit_key(key)
+    if wait is not None:
+        retry_after = max(1, math.ceil(wait))
+        raise ResourceExhausted(f"rate limited, retry after {retry_after} s", {"retry_after_s": retry_after})
+    return function(**kwargs)
+
+
+async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     """Runs a tool body with the request's caller; an error becomes a tool error whose text is the REST answer's
-    envelope (`{"status": "error", "error": {code, message, details}}`), unprefixed, so a client can parse it."""
-    caller = _state(ctx).ovsite_caller
+    envelope (`{"status": "error", "error": {code, message, details}}`), unprefixed, so a client can parse it.
+
+    A call over the rate limit is such a tool error too (429's `RESOURCE_EXHAUSTED`, with `details.retry_after_s`),
+    not an HTTP 429: the model sees why and when to retry, and the client's session goes on; the protocol's own
+    requests (initialize, tools/list) are not counted, as only tool calls do work."""
+    state = _state(ctx)
+    started = time.perf_counter()
     try:
-        text = await sync_to_async(_in_django, thread_sensitive=True)(function, caller=caller, **kwargs)
+        text = await sync_to_async(_in_django, thread_sensitive=True)(_admitted, function, key=state.ovsite_key,
+                                                                      caller=state.ovsite_caller, **kwargs)
     except Exception as exc:
-        return CallToolResult(content=[TextContent(type="text", text=_compact(error_envelope(exc)[1]))],
-                              is_error=True)
-    return CallToolResult(content=[TextContent(type="text", text=text)])
+        status, body = error_envelope(exc)
+        result = CallToolResult(content=[TextContent(type="text", text=_compact(body))], is_error=True)
+    else:
+        status, result = 200, CallToolResult(content=[TextContent(type="text", text=text)])
+    record_request(route=f"mcp:{tool}", method="POST", path=MCP_PATH, status=status,
+                   elapsed_s=time.perf_counter() - started)
+    return result
 
 
 def _context_text(result: dict) -> str:
@@ -175,13 +200,13 @@ def _body_tool(function, *, name: str, description: str, schema: dict) -> Tool:
 
 def _body_tools(schemas: dict[str, dict]) -> list[Tool]:
     async def find(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, _find, body=body)
+        return await _call(ctx, "find", _find, body=body)
 
     async def search(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+        return await _call(ctx, "search", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     async def recall(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+        return await _call(ctx, "recall", _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     return [
         _body_tool(find, name="find", schema=schemas["find"], description=(
@@ -202,34 +227,34 @@ def build_server() -> MCPServer:
                              "profile, the session's archive, recent events and a listing, as text.")
     async def bootstrap(ctx: Context, session_id: str | None = None, max_tokens: int | None = None,
                         exclude_uris: list[str] | None = None) -> CallToolResult:
-        return await _call(ctx, _search, body=_body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens,
-                                                     exclude_uris=exclude_uris),
-                           actor_peer=_state(ctx).ovsite_actor_peer)
+        body = _body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens, exclude_uris=exclude_uris)
+        return await _call(ctx, "bootstrap", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     @server.tool(description="The content of viking:// URIs at one level (abstract, overview or full), as "
                              "compact JSON [{uri, level, content}].")
     async def read(ctx: Context, uris: list[str],
                    level: Literal["abstract", "overview", "full"] = "full") -> CallToolResult:
-        return await _call(ctx, _read, uris=uris, level=level)
+        return await _call(ctx, "read", _read, uris=uris, level=level)
 
     @server.tool(description="The children of a viking:// directory (/api/v1/fs/ls), as compact JSON.")
     async def ls(ctx: Context, uri: str = "viking://", recursive: bool = False,
                  node_limit: int | None = None) -> CallToolResult:
-        return await _call(ctx, _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
+        return await _call(ctx, "ls", _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
 
     @server.tool(description="Adds messages [{role, content}] to a session (a new one without session_id) and "
                              "commits it: the messages are archived and, with an LLM, memories are extracted.")
     async def remember(ctx: Context, messages: list[dict[str, Any]], session_id: str | None = None,
                        keep_recent_count: int = 0) -> CallToolResult:
-        return await _call(ctx, _remember, session_id=session_id, messages=messages,
+        return await _call(ctx, "remember", _remember, session_id=session_id, messages=messages,
                            keep_recent_count=keep_recent_count)
 
     return server
 
 
-def _authenticate(headers: Headers, remote_addr: str) -> Caller:
-    found = authenticate_headers(headers, remote_addr)
-    return require_account_caller(found[0] if found else None)
+def _authenticate(headers: Headers, remote_addr: str) -> tuple[Caller, str | None]:
+    """The caller and the key it presented (None for the keyless dev caller, whom the rate limit does not count)."""
+    caller, key = authenticate_headers(headers, remote_addr) or (None, None)
+    return require_account_caller(caller), key
 
 
 class ApiKeyMiddleware:
@@ -243,13 +268,13 @@ class ApiKeyMiddleware:
         client = scope.get("client") or ("",)
         headers = Headers(scope=scope)
         try:
-            caller = await sync_to_async(_in_django, thread_sensitive=True)(_authenticate, headers, client[0])
+            caller, key = await sync_to_async(_in_django, thread_sensitive=True)(_authenticate, headers, client[0])
         except Exception as exc:
             status, body = error_envelope(exc)
             await JSONResponse(body, status_code=status,
                                headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)(scope, receive, send)
             return
-        scope = {**scope, "state": {**scope.get("state", {}), "ovsite_caller": caller,
+        scope = {**scope, "state": {**scope.get("state", {}), "ovsite_caller": caller, "ovsite_key": key,
                                     "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", "")}}
         await self.app(scope, receive, send)
 

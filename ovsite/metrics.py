@@ -48,15 +48,20 @@ class RequestMetricsMiddleware:
     def __call__(self, request):
         started = time.perf_counter()
         response = self.get_response(request)
-        elapsed = time.perf_counter() - started
-        route = route_of(request)
-        method = request.method if request.method in METHODS else "other"
-        REQUESTS.labels(route, method, str(response.status_code)).inc()
-        LATENCY.labels(route, method).observe(elapsed)
-        access_log.info("%s %s %s", request.method, request.path, response.status_code,
-                        extra={"method": request.method, "path": request.path, "route": route,
-                               "status": response.status_code, "duration_ms": round(elapsed * 1000, 2)})
+        record_request(route=route_of(request), method=request.method, path=request.path,
+                       status=response.status_code, elapsed_s=time.perf_counter() - started)
         return response
+
+
+def record_request(*, route: str, method: str, path: str, status: int, elapsed_s: float) -> None:
+    """Counts and times one answer, and writes its access line: an HTTP request, or an MCP tool call (route
+    `mcp:<tool>`, status that of the REST answer it equals: 200, or the error envelope's)."""
+    method_label = method if method in METHODS else "other"
+    REQUESTS.labels(route, method_label, str(status)).inc()
+    LATENCY.labels(route, method_label).observe(elapsed_s)
+    access_log.info("%s %s %s", method, path, status,
+                    extra={"method": method, "path": path, "route": route, "status": status,
+                           "duration_ms": round(elapsed_s * 1000, 2)})
 
 
 def record_llm_call(*, kind: str, model: str, outcome: str, prompt_tokens: int, completion_tokens: int) -> None:

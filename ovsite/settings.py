@@ -55,6 +55,7 @@ MIDDLEWARE = [
     # First: the request id and the timing cover everything below, the redirects and the errors included.
     "django_guid.middleware.guid_middleware",
     "ovsite.metrics.RequestMetricsMiddleware",
+    "ovsite.envelope.DatabaseErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,14 +113,28 @@ if EMBEDDED_PG_ENABLED:
     }
 else:
     DATABASES = {"default": env.db("DATABASE_URL")}
+# Fail fast on a stuck database (README "Operating ovsite"): a statement that runs or waits on a lock longer than
+# this is cancelled by PostgreSQL and the request answered 503 UNAVAILABLE (0: no limit). Celery workers (longer
+# statements, nobody waiting on them; below the broker's visibility timeout) and management commands (migrations
+# build indexes) apply their own when they start (ovsite/db_session.py).
+DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=30000)
+DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
+DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
 # A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
 # thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
 # persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms (bench/RESULTS.md).
 DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-DATABASES["default"].setdefault("OPTIONS", {})["options"] = _VECTOR_SESSION_OPTIONS
+DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+    f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}")
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
+# TCP keepalives (libpq; unused on a unix socket): a connection to a database host that died or went behind a
+# partition is noticed after idle + interval x count seconds, instead of the system's default of about two hours.
+DATABASES["default"]["OPTIONS"].update(
+    keepalives=1, keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
+    keepalives_interval=env.int("OVSITE_DB_KEEPALIVES_INTERVAL_S", default=10),
+    keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3))
 if DB_POOL:
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": env.int("OVSITE_DB_POOL_MIN_SIZE", default=2),
@@ -228,19 +243,22 @@ SPECTACULAR_SETTINGS = {
 DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True,
                "EXPOSE_HEADER": True}
 
-# One JSON object per log line (python-json-logger) on stderr; OVSITE_LOG_FORMAT=text for people at a terminal.
+# One JSON object per log line (python-json-logger) on stderr, in web processes and Celery workers alike (ovsite/
+# celery.py), lines logged inside a task with its task_id and task_name; OVSITE_LOG_FORMAT=text for a terminal.
 OVSITE_LOG_FORMAT = env.str("OVSITE_LOG_FORMAT", default="json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"}},
+    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"},
+                # after request_id: in a worker it fills the id of the request that queued the task
+                "celery_task": {"()": "ovsite.logs.CeleryTaskFields"}},
     "formatters": {
         "json": {"()": "pythonjsonlogger.json.JsonFormatter",
                  "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
                  "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id"],
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id", "celery_task"],
                              "formatter": OVSITE_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("OVSITE_LOG_LEVEL", default="WARNING")},
 }

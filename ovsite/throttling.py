@@ -1,4 +1,7 @@
-"""Rate limiting per API key (DRF throttling): the operator sets the rate in the admin's retrieval settings."""
+"""Rate limiting per API key (DRF throttling): the operator sets the rate in the admin's retrieval settings. The
+REST views and the MCP tools count against the same counter of a key, so switching transport doubles no budget."""
+from types import SimpleNamespace
+
 from rest_framework.throttling import SimpleRateThrottle
 
 from ovsite.models import hash_key
@@ -30,3 +33,12 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
     def get_cache_key(self, request, view):
         # The key's digest, never the key itself: cache rows are not secrets.
         return self.cache_format % {"scope": self.scope, "ident": hash_key(request.auth)}
+
+
+def admit_key(key: str | None) -> float | None:
+    """For calls outside DRF (the MCP tools): None when a call with this key may go ahead (and is counted), else the
+    seconds until it may. The REST throttle itself, on the same cache row of the key."""
+    throttle = ApiKeyRateThrottle()
+    if throttle.allow_request(SimpleNamespace(auth=key), None):
+        return None
+    return throttle.wait()

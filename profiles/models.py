@@ -93,8 +93,9 @@ class RetrievalSettings(models.Model):
     rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured "
                                                                     "(default off).")
     api_rate_limit_per_minute = models.PositiveIntegerField(
-        default=0, help_text="Requests per minute that one API key may make to the REST API; past it the answer "
-                             "is 429 RESOURCE_EXHAUSTED with Retry-After. 0 (default) = no limit.")
+        default=0, help_text="Requests per minute that one API key may make, REST requests and MCP tool calls "
+                             "counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an "
+                             "MCP tool error saying when to retry). 0 (default) = no limit.")
     tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
                                         help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; "
                                                   "cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family "

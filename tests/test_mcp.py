@@ -9,11 +9,14 @@ import time
 import httpx2
 import pytest
 import uvicorn
+from django.core.cache import cache
 from django.test import override_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from ovsite import accounts
+from profiles.models import RetrievalSettings
+from tests.test_operations import samples, value
 
 TOOLS = {"find", "search", "recall", "bootstrap", "read", "ls", "remember"}
 ROOT_KEY = "mcp-root-key"
@@ -277,3 +280,72 @@ def test_auth_failures_are_refused(live_url, seeded):
         for headers in ({"X-API-Key": key}, {"Authorization": f"Bearer {key}"}):
             listed = json.loads(mcp_session(live_url, actions, headers))
             assert [entry["name"] for entry in listed["entries"]] == ["user", "agent", "resources"]
+
+
+@pytest.fixture
+def limited(seeded):
+    """`limited(n)` sets the operator's rate to n per minute and returns an account key; keys are required (no dev
+    mode) and the rate-limit counters start empty."""
+    cache.clear()
+    key = accounts.create_account(name="mcp-rate", admin_user_id="ann")["user_key"]
+
+    def at_rate(per_minute: int) -> str:
+        RetrievalSettings.objects.filter(pk=1).update(api_rate_limit_per_minute=per_minute)
+        return key
+
+    with override_settings(OVSITE_ROOT_API_KEY=ROOT_KEY):
+        yield at_rate
+    cache.clear()
+
+
+def ls_calls(n: int):
+    async def actions(client):
+        return [await client.call_tool("ls", {"uri": "viking://"}) for _ in range(n)]
+
+    return actions
+
+
+def test_tool_call_over_the_rate_limit_is_a_tool_error_saying_when_to_retry(live_url, limited):
+    key = limited(2)
+    first, second, third = mcp_session(live_url, ls_calls(3), {"X-API-Key": key})
+    # initialize and tools/list were not counted: the two calls the rate allows both ran
+    assert not first.is_error and not second.is_error
+    assert third.is_error
+    error = json.loads(third.content[0].text)["error"]
+    assert error["code"] == "RESOURCE_EXHAUSTED", error
+    retry_after = error["details"]["retry_after_s"]
+    assert 1 <= retry_after <= 60 and error["message"] == f"rate limited, retry after {retry_after} s"
+
+
+def test_rest_and_mcp_share_one_budget_per_key(live_url, limited):
+    key = limited(3)
+    headers = {"X-API-Key": key}
+    ls = lambda: httpx2.get(f"{live_url}/api/v1/fs/ls", params={"uri": "viking://"}, headers=headers)  # noqa: E731
+    assert [ls().status_code for _ in range(2)] == [200, 200]
+    allowed, refused = mcp_session(live_url, ls_calls(2), headers)
+    assert not allowed.is_error
+    assert refused.is_error and json.loads(refused.content[0].text)["error"]["code"] == "RESOURCE_EXHAUSTED"
+    rest_answer = ls()
+    assert rest_answer.status_code == 429 and "Retry-After" in rest_answer.headers
+
+
+def test_tool_calls_are_counted_per_tool_in_the_request_metrics(live_url, store):
+    def scrape():
+        return samples(httpx2.get(f"{live_url}/metrics").text)
+
+    async def actions(client):
+        await client.list_tools()
+        return [await client.call_tool("find", {"query": "RTMP ingest port"}),
+                await client.call_tool("read", {"uris": ["viking://~/memories/entities/none.md"]}),
+                await client.call_tool("find", {"query": "x", "limit": 0})]
+
+    before = scrape()
+    found, missing, invalid = mcp_session(live_url, actions)
+    after = scrape()
+    assert not found.is_error and missing.is_error and invalid.is_error
+    for route, status, calls in (("mcp:find", "200", 1), ("mcp:read", "404", 1), ("mcp:find", "422", 1),
+                                 ("mcp:ls", "200", 0)):
+        counted = dict(name="ovsite_http_requests_total", route=route, method="POST", status=status)
+        assert value(after, **counted) == value(before, **counted) + calls, (route, status)
+    timed = dict(name="ovsite_http_request_duration_seconds_count", route="mcp:find", method="POST")
+    assert value(after, **timed) == value(before, **timed) + 2
