@@ -18,7 +18,7 @@ class StrictSerializer(serializers.Serializer):
     def get_fields(self):
         """Shallow copies of the declared fields, bound to this instance as usual. DRF deep-copies them (running
         every field's __init__ again) so that an instance may alter its fields; ours never do, and the copies cost
-        more than the validation itself on every request (bench/RESULTS.md)."""
+        more than the validation itself (parse of a /search body: 0.94 → 0.51 ms CPU)."""
         return {name: copy.copy(field) for name, field in self._declared_fields.items()}
 
     def to_internal_value(self, data):

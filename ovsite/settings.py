@@ -122,7 +122,7 @@ DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS"
 DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
 # A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
 # thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
-# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms (bench/RESULTS.md).
+# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms.
 DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

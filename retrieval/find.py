@@ -6,13 +6,13 @@ from datetime import timezone as dt_timezone
 from functools import cache, lru_cache
 
 import numpy as np
-from psycopg import sql as pg_sql
 from django.conf import settings
 from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
+from psycopg import sql as pg_sql
 
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
