@@ -92,6 +92,8 @@ def run(args) -> dict:
 
 
 def render(result: dict, command: str) -> str:
+    from retrieval.models import HNSW_EF_CONSTRUCTION, HNSW_M
+
     shipped = result["bucket_ef"]
     lines = [SECTION_BEGIN, "## bucket_scans — what a purpose costs in SQL", "",
              f"Command: `{command}`  ",
@@ -101,7 +103,8 @@ def render(result: dict, command: str) -> str:
              f"Database `{assembly_latency.DB}` (corpus of bench/find_latency.py), {result['queries']} queries, "
              "in-process statement time (send to last row), medians. The coding purpose searches "
              + ", ".join(f"{b} ({k})" for b, k in result["buckets"])
-             + " — one UNION ALL statement, one HNSW scan per bucket on its partial index (m=16, ef_construction=64). "
+             + " — one UNION ALL statement, one HNSW scan per bucket on its partial index "
+             f"(m={HNSW_M}, ef_construction={HNSW_EF_CONSTRUCTION}). "
              "Recall = share of the exact per-bucket top-k (index scans off) that the HNSW scans return.", "",
              "| statement | hnsw.ef_search | ms p50 | recall vs exact |", "|---|---:|---:|---:|",
              f"| /find (whole index, k=10) | {result['find_ef']} | {result['find']:.2f} | — |"]

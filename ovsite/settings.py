@@ -85,10 +85,10 @@ TEMPLATES = [
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
-# Searches over the whole store's index (/find, list mode, context without quotas). On the 10k bench corpus of
-# near-duplicate memories ef_search 100 found 0.77-0.95 of the exact top 10 and 200 about 0.98-1.0, for ~0.6 ms
-# (bench/RESULTS.md); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
-HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
+# Searches over the whole store's index (/find, list mode, context without quotas). On 100k real embeddings of the
+# bench corpus (m 24, ef_construction 200) ef_search 200 found 0.92 of the exact top 10 and 400 0.96, for ~4 ms
+# more (bench/RESULTS.md, hnsw_sweep); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
+HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=400)
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.

@@ -6,6 +6,11 @@ from pgvector.django import HnswIndex, VectorField
 from ovsite.models import Account
 
 
+# Build parameters of all seven HNSW indexes (README, "HNSW: recall against speed"); a change needs a migration that
+# rebuilds them.
+HNSW_M = 24
+HNSW_EF_CONSTRUCTION = 200
+
 BUCKET_CONDITIONS = {
     "events": models.Q(context_type="memory", category="events"),
     "entities": models.Q(context_type="memory", category__in=("entities", "profile")),
@@ -58,12 +63,12 @@ class Context(models.Model):
             # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
             models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
                          name="context_account_uri_prefix"),
-            HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
-                      opclasses=["vector_cosine_ops"]),
+            HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=HNSW_M,
+                      ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"]),
             # One partial HNSW index per quota bucket (retrieval.find.bucket_predicate): a filtered walk of
             # the full graph may cross most of it before it meets k rows of a bucket far from the query.
-            *[HnswIndex(name=f"context_hnsw_{bucket}", fields=["embedding"], m=16, ef_construction=64,
-                        opclasses=["vector_cosine_ops"], condition=condition)
+            *[HnswIndex(name=f"context_hnsw_{bucket}", fields=["embedding"], m=HNSW_M,
+                        ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"], condition=condition)
               for bucket, condition in BUCKET_CONDITIONS.items()],
         ]
 
