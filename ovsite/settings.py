@@ -84,7 +84,11 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
-HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
+# Every connection's ef_search, which the per-bucket searches of quota assembly (a purpose: five HNSW scans in one
+# statement) run at. On the 10k bench corpus 40 finds 0.94-0.96 of each bucket's exact top k against 0.995 at 100, and
+# takes a purpose's assembly overhead over /find from ~4 ms to under 3 (bench/RESULTS.md, bucket_scans and
+# assembly_latency); a larger store wants more (README, "HNSW: recall against speed").
+HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # Searches over the whole store's index (/find, list mode, context without quotas). On the 10k bench corpus of
 # near-duplicate memories ef_search 100 found 0.77-0.95 of the exact top 10 and 200 about 0.98-1.0, for ~0.6 ms
 # (bench/RESULTS.md); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
