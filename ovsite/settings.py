@@ -125,9 +125,11 @@ DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=3000
 DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
 DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
 # A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
-# thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
-# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms.
+# thread, for a server whose threads do not last (connecting anew on every request cost ~6.7 ms). Both of ovsite's
+# servers reuse their threads: gunicorn's gthread workers, and the ASGI app's pool (ovsite/asgi.py).
 DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
+# Threads the ASGI app (`make run`) runs Django's requests on, each with its own database connection.
+ASGI_THREADS = env.int("OVSITE_ASGI_THREADS", default=8)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
