@@ -117,8 +117,8 @@ def render(result: dict, command: str) -> str:
               f"ef_search one bucket scan costs about {per_scan:.2f} ms, {per_scan / result['find']:.2f}× the "
               "whole-index /find statement: an HNSW traversal's cost is set by ef_search and the graph's degree more "
               "than by the graph's size. A purpose's SQL therefore grows with its bucket count, and lowering "
-              "ef_search buys time only with recall (the rows above); this, not Python, is what keeps the assembly "
-              "overhead with a purpose above 3 ms (bench/assembly_latency.py).",
+              "ef_search buys time only with recall (the rows above): the bucket scans are most of what a purpose "
+              "adds to a request (bench/assembly_latency.py). The shipped value is `OVSITE_HNSW_EF_SEARCH`.",
               SECTION_END]
     return "\n".join(lines) + "\n"
 

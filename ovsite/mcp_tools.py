@@ -6,7 +6,8 @@ is the REST error envelope, as a tool error. Context tools return the `rendered`
 written); the others compact JSON. Auth is the REST API keys' (`ovsite.auth`), checked per HTTP request before
 MCP sees it; `X-OpenViking-Actor-Peer` names the actor peer as on REST. Each tool call counts against its key's
 rate limit, on the REST throttle's own counter (ovsite/throttling.py), and in the request metrics as route
-`mcp:<tool>` (ovsite/metrics.py).
+`mcp:<tool>` (ovsite/metrics.py). Each HTTP request to /mcp, refused or not, has a request id and is counted as
+route `/mcp`, as a REST request is by Django's middleware.
 
 The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
 sync views under ASGI, with the same connection housekeeping around them.
@@ -22,6 +23,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from django.urls import path
+from django_guid.config import settings as guid_settings
+from django_guid.context import guid
+from django_guid.utils import get_id_from_header
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.settings import patched_settings
@@ -32,7 +36,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
@@ -279,6 +284,50 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+class RequestIdAndMetricsMiddleware:
+    """An HTTP request to /mcp gets what Django's first two middlewares give a REST request (settings.MIDDLEWARE):
+    a request id by django-guid's own rule (an incoming UUID `X-Request-ID` kept, otherwise a new one), in its
+    context variable for the log lines and in the answer's `X-Request-ID`; and one count and time in the request
+    metrics as route `/mcp`, whatever the JSON-RPC method, ApiKeyMiddleware's refusals included. The tools' log
+    lines have the id too: the SDK starts its per-request task from this one, and sync_to_async copies the context
+    into Django's thread."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        started = time.perf_counter()
+        request_id = get_id_from_header(Request(scope))
+        token = guid.set(request_id)
+        status, recorded = 500, False  # 500: raised before answering, Starlette's error handler answers
+
+        def record():
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                record_request(route=MCP_PATH, method=scope["method"], path=MCP_PATH, status=status,
+                               elapsed_s=time.perf_counter() - started)
+
+        async def send_with_id(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if guid_settings.return_header:
+                    headers = MutableHeaders(scope=message)
+                    headers[guid_settings.guid_header_name] = request_id
+                    if guid_settings.expose_header:
+                        headers["Access-Control-Expose-Headers"] = guid_settings.guid_header_name
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                record()  # before the last bytes leave, as on REST: a client holding its answer finds it counted
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            record()  # if the answer was not completed (an error, a client gone)
+            guid.reset(token)
+
+
 def _transport_security() -> TransportSecuritySettings:
     """DNS-rebinding protection with Django's ALLOWED_HOSTS, so /mcp accepts the hosts the rest of the site does."""
     hosts = [host for host in settings.ALLOWED_HOSTS if host != "testserver"]
@@ -302,5 +351,5 @@ def build_application(django_app) -> Starlette:
         async with server.session_manager.run():
             yield
 
-    return Starlette(routes=[Route(MCP_PATH, endpoint=ApiKeyMiddleware(mcp_app)), Mount("/", app=django_app)],
-                     lifespan=lifespan)
+    mcp_endpoint = RequestIdAndMetricsMiddleware(ApiKeyMiddleware(mcp_app))
+    return Starlette(routes=[Route(MCP_PATH, endpoint=mcp_endpoint), Mount("/", app=django_app)], lifespan=lifespan)

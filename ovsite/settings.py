@@ -84,7 +84,11 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
-HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=100)
+# Every connection's ef_search, which the per-bucket searches of quota assembly (a purpose: five HNSW scans in one
+# statement) run at. On the 10k bench corpus 40 finds 0.94-0.96 of each bucket's exact top k against 0.995 at 100, and
+# takes a purpose's assembly overhead over /find from ~4 ms to under 3 (bench/RESULTS.md, bucket_scans and
+# assembly_latency); a larger store wants more (README, "HNSW: recall against speed").
+HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # Searches over the whole store's index (/find, list mode, context without quotas). On 100k real embeddings of the
 # bench corpus (m 24, ef_construction 200) ef_search 200 found 0.92 of the exact top 10 and 400 0.96, for ~4 ms
 # more (bench/RESULTS.md, hnsw_sweep); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
@@ -121,9 +125,11 @@ DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=3000
 DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
 DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
 # A pool of connections (psycopg_pool through Django's "pool" option) in place of one persistent connection per
-# thread: what the ASGI app (`make run`) uses, where Django runs each request in a thread of its own that a
-# persistent connection would outlive, and where connecting anew on every request cost ~6.7 ms.
+# thread, for a server whose threads do not last (connecting anew on every request cost ~6.7 ms). Both of ovsite's
+# servers reuse their threads: gunicorn's gthread workers, and the ASGI app's pool (ovsite/asgi.py).
 DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
+# Threads the ASGI app (`make run`) runs Django's requests on, each with its own database connection.
+ASGI_THREADS = env.int("OVSITE_ASGI_THREADS", default=8)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = (

@@ -58,8 +58,12 @@ class Context(models.Model):
         constraints = [models.UniqueConstraint(fields=["account", "uri"], name="context_account_uri_unique")]
         indexes = [
             models.Index(fields=["account", "state"], name="context_account_state"),
-            # Whether a quota bucket has any node at all, before its HNSW scan (assembly.candidates).
-            models.Index(fields=["account", "context_type", "category"], name="context_account_bucket"),
+            # Whether a quota bucket has any node at all, before its HNSW scan (assembly.candidates); and a bucket's
+            # newest first, as bootstrap's working state reads its events (assembly.bootstrap).
+            models.Index(fields=["account", "context_type", "category", "-updated_at", "uri"],
+                         name="context_account_bucket"),
+            # The newest nodes first, as bootstrap's listing reads them: without it every visible row is sorted.
+            models.Index(fields=["account", "-updated_at", "uri"], name="context_account_updated"),
             # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
             models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
                          name="context_account_uri_prefix"),

@@ -15,9 +15,11 @@ class Script:
     """What the server does next: `mode` is "ok", "error" (HTTP `status`), "garbage" or "wrong_dim".
 
     Chat replies: `chat` is a string, or a callable of the request body returning one; `usage` the
-    (prompt_tokens, completion_tokens) reported. `delay_s` delays every answer (a hang, for a client timeout)."""
+    (prompt_tokens, completion_tokens) reported. `delay_s` delays every answer (a hang, for a client timeout).
+    `mode` applies once `after` requests have been answered as "ok" (a failure part-way through a job)."""
 
     mode: str = "ok"
+    after: int = 0
     status: int = 500
     delay_s: float = 0.0
     chat: object = "ok"
@@ -33,6 +35,8 @@ class FakeOpenAI:
     def __init__(self, port: int = 0):
         self.script = Script()
         self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.answered = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         # shutdown() waits for the serving loop's next poll: the default 0.5 s would be paid by every test's teardown.
@@ -53,13 +57,13 @@ class FakeOpenAI:
         self._server.shutdown()
         self._server.server_close()
 
-    def _embeddings(self, body: dict) -> dict:
+    def _embeddings(self, body: dict, mode: str) -> dict:
         from retrieval.embedders import UseEmbedder
 
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         with _ENCODE_LOCK:  # one encode at a time: concurrent numpy encodes under one GIL take seconds each
             vectors = _use().embed(inputs)
-        if self.script.mode == "wrong_dim":
+        if mode == "wrong_dim":
             vectors = vectors[:, : UseEmbedder.dim // 2]
         return {"object": "list", "model": body.get("model", "fake"),
                 "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
@@ -84,18 +88,21 @@ class FakeOpenAI:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 script = fake.script
+                with fake.lock:
+                    fake.answered += 1
+                    mode = script.mode if fake.answered > script.after else "ok"
                 if script.keep_requests:
                     script.requests.append({"path": self.path, "body": body})
                 if script.delay_s:
                     time.sleep(script.delay_s)
                     if fake.stopping.is_set():
                         return None
-                if script.mode == "error":
+                if mode == "error":
                     return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}})
-                if script.mode == "garbage":
+                if mode == "garbage":
                     return self._send(200, b"this is not json", raw=True)
                 if self.path.endswith("/embeddings"):
-                    return self._send(200, fake._embeddings(body))
+                    return self._send(200, fake._embeddings(body, mode))
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, fake._chat(body))
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})

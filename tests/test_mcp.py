@@ -1,7 +1,10 @@
 """The MCP endpoint end to end: the `mcp` SDK's own streamable-HTTP client against a live uvicorn serving the
 project's ASGI app (Django beside /mcp), on the test database. Every tool's answer equals the REST answer."""
 import asyncio
+import io
 import json
+import logging
+import re
 import socket
 import threading
 import time
@@ -20,6 +23,11 @@ from tests.test_operations import samples, value
 
 TOOLS = {"find", "search", "recall", "bootstrap", "read", "ls", "remember"}
 ROOT_KEY = "mcp-root-key"
+REQUEST_ID = "3c9e1f7a5b2d4e8f9a0b1c2d3e4f5a6b"
+POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}}
 
 
 @pytest.fixture(scope="module")
@@ -255,11 +263,16 @@ def test_tool_errors_carry_the_rest_envelope(live_url, store):
     assert codes == ["NOT_FOUND", "INVALID_URI", "INVALID_ARGUMENT"]
 
 
+def post_mcp(url: str, body: dict, headers: dict | None = None) -> httpx2.Response:
+    """One HTTP request to /mcp, outside a client session: stateless, a tool call needs no initialize before it."""
+    return httpx2.post(f"{url}/mcp", json=body, headers={**POST_HEADERS, **(headers or {})}, timeout=60)
+
+
+def tool_call(name: str, arguments: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
 def test_auth_failures_are_refused(live_url, seeded):
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                             "clientInfo": {"name": "test", "version": "1"}}}
-    post_headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with override_settings(OVSITE_ROOT_API_KEY=ROOT_KEY):
         key = accounts.create_account(name="acme", admin_user_id="alice")["user_key"]
         for headers, status, code in (({}, 401, "UNAUTHENTICATED"),
@@ -267,7 +280,7 @@ def test_auth_failures_are_refused(live_url, seeded):
                                       ({"Authorization": "Bearer wrong"}, 401, "UNAUTHENTICATED"),
                                       ({"X-API-Key": ROOT_KEY, "X-OpenViking-Account": "nope"}, 403,
                                        "PERMISSION_DENIED")):
-            response = httpx2.post(f"{live_url}/mcp", json=initialize, headers={**post_headers, **headers})
+            response = post_mcp(live_url, INITIALIZE, headers)
             assert response.status_code == status, (headers, response.text)
             assert response.json()["error"]["code"] == code
 
@@ -329,19 +342,20 @@ def test_rest_and_mcp_share_one_budget_per_key(live_url, limited):
     assert rest_answer.status_code == 429 and "Retry-After" in rest_answer.headers
 
 
-def test_tool_calls_are_counted_per_tool_in_the_request_metrics(live_url, store):
-    def scrape():
-        return samples(httpx2.get(f"{live_url}/metrics").text)
+def scrape_live(url: str) -> dict:
+    return samples(httpx2.get(f"{url}/metrics").text)
 
+
+def test_tool_calls_are_counted_per_tool_in_the_request_metrics(live_url, store):
     async def actions(client):
         await client.list_tools()
         return [await client.call_tool("find", {"query": "RTMP ingest port"}),
                 await client.call_tool("read", {"uris": ["viking://~/memories/entities/none.md"]}),
                 await client.call_tool("find", {"query": "x", "limit": 0})]
 
-    before = scrape()
+    before = scrape_live(live_url)
     found, missing, invalid = mcp_session(live_url, actions)
-    after = scrape()
+    after = scrape_live(live_url)
     assert not found.is_error and missing.is_error and invalid.is_error
     for route, status, calls in (("mcp:find", "200", 1), ("mcp:read", "404", 1), ("mcp:find", "422", 1),
                                  ("mcp:ls", "200", 0)):
@@ -349,3 +363,73 @@ def test_tool_calls_are_counted_per_tool_in_the_request_metrics(live_url, store)
         assert value(after, **counted) == value(before, **counted) + calls, (route, status)
     timed = dict(name="ovsite_http_request_duration_seconds_count", route="mcp:find", method="POST")
     assert value(after, **timed) == value(before, **timed) + 2
+
+
+@pytest.fixture
+def server_log(settings):
+    """The JSON lines the live server logs meanwhile, from its console handler (settings.LOGGING), access lines and
+    SQL statements included: with DEBUG on, Django logs each statement (`django.db.backends`) in the thread that
+    runs it, for a tool the thread its ORM work runs in, not the event loop that read the request's header."""
+    console = next(handler for handler in logging.getLogger().handlers if handler.name == "console")
+    loggers = {logging.getLogger("django.db.backends"): logging.DEBUG, logging.getLogger("ovsite.access"): logging.INFO}
+    levels = {logger: logger.level for logger in loggers}
+    stream, kept_stream = io.StringIO(), console.stream
+    settings.DEBUG = True
+    console.setStream(stream)
+    for logger, level in loggers.items():
+        logger.setLevel(level)
+    try:
+        yield lambda: [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    finally:
+        for logger, level in levels.items():
+            logger.setLevel(level)
+        console.setStream(kept_stream)
+
+
+def test_a_tool_call_keeps_a_uuid_request_id_on_its_answer_and_on_its_log_lines(live_url, store, server_log):
+    response = post_mcp(live_url, tool_call("read", {"uris": ["viking://~/memories/entities/caddy.md"]}),
+                        {"X-Request-ID": REQUEST_ID})
+    assert response.status_code == 200 and "RTMP" in response.json()["result"]["content"][0]["text"]
+    assert response.headers["X-Request-ID"] == REQUEST_ID
+    mine = [line for line in server_log() if line.get("request_id") == REQUEST_ID]
+    assert any(line["logger"] == "django.db.backends" and "retrieval_context" in line["sql"] for line in mine), [
+        (line["logger"], line["message"][:100]) for line in mine]
+    access = {line["route"]: line["status"] for line in mine if line["logger"] == "ovsite.access"}
+    assert access == {"mcp:read": 200, "/mcp": 200}, access
+
+
+def test_an_mcp_request_without_a_uuid_request_id_gets_a_new_one(live_url, seeded):
+    responses = [post_mcp(live_url, tool_call("ls", {"uri": "viking://"}), headers)
+                 for headers in ({}, {}, {"X-Request-ID": "not-a-uuid"})]
+    assert all(response.status_code == 200 and not response.json()["result"]["isError"] for response in responses)
+    ids = [response.headers["X-Request-ID"] for response in responses]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", request_id) for request_id in ids) and len(set(ids)) == 3, ids
+    assert responses[0].headers["Access-Control-Expose-Headers"] == "X-Request-ID"  # as on REST
+
+
+def test_refused_mcp_requests_are_counted_with_their_status_and_carry_the_request_id(live_url, seeded):
+    refused = dict(name="ovsite_http_requests_total", route="/mcp", method="POST", status="401")
+    timed = dict(name="ovsite_http_request_duration_seconds_count", route="/mcp", method="POST")
+    with override_settings(OVSITE_ROOT_API_KEY=ROOT_KEY):
+        before = scrape_live(live_url)
+        response = post_mcp(live_url, INITIALIZE, {"X-API-Key": "wrong", "X-Request-ID": REQUEST_ID})
+        after = scrape_live(live_url)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "UNAUTHENTICATED"
+    assert response.headers["X-Request-ID"] == REQUEST_ID
+    assert value(after, **refused) == value(before, **refused) + 1
+    assert value(after, **timed) == value(before, **timed) + 1
+
+
+def test_each_mcp_http_request_is_counted_under_one_transport_route(live_url, seeded):
+    before = scrape_live(live_url)
+    called = post_mcp(live_url, tool_call("ls", {"uri": "viking://"}))
+    refused = httpx2.get(f"{live_url}/mcp", headers={"Accept": "application/json"}, timeout=60)
+    after = scrape_live(live_url)
+    assert called.status_code == 200 and not called.json()["result"]["isError"]
+    assert refused.status_code == 406  # the SDK's answer to a GET that does not accept an event stream
+    for name, labels in (
+            ("ovsite_http_requests_total", dict(route="/mcp", method="POST", status="200")),
+            ("ovsite_http_request_duration_seconds_count", dict(route="/mcp", method="POST")),
+            ("ovsite_http_requests_total", dict(route="mcp:ls", method="POST", status="200")),  # and the tool call
+            ("ovsite_http_requests_total", dict(route="/mcp", method="GET", status="406"))):
+        assert value(after, name, **labels) == value(before, name, **labels) + 1, (name, labels)

@@ -1,5 +1,6 @@
 """Latency on alternating requests and throughput under concurrent clients, for any set of servers."""
 import asyncio
+import re
 import subprocess
 import sys
 import time
@@ -146,7 +147,19 @@ def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen:
 
 
 # Leaves py-spy counts as busy that are a process waiting for work: gunicorn's arbiter, an idle pool thread.
+_COUNTED = re.compile(r" \d+$")
 WAITING = ("wait_for_signals (gunicorn/arbiter.py", "_worker (concurrent/futures/thread.py")
+
+
+def _sample_lines(text: str):
+    """py-spy's raw lines, `frame;frame;… count`. A frame's name can hold a newline (a module's odd source text):
+    such a sample spans lines up to the one that ends with its count."""
+    pending = ""
+    for line in text.splitlines():
+        pending = f"{pending}\n{line}" if pending else line
+        if _COUNTED.search(pending):
+            yield pending
+            pending = ""
 
 
 def profile_summary(collapsed: Path, top: int = 8) -> dict:
@@ -154,10 +167,8 @@ def profile_summary(collapsed: Path, top: int = 8) -> dict:
     buckets: dict[str, int] = {}
     own: dict[str, int] = {}
     total = 0
-    for line in (collapsed.read_text() if collapsed.exists() else "").splitlines():
+    for line in _sample_lines(collapsed.read_text() if collapsed.exists() else ""):
         stack, _, count = line.rpartition(" ")
-        if not stack:
-            continue
         n = int(count)
         leaf = stack.rsplit(";", 1)[-1]
         if leaf.startswith(WAITING):

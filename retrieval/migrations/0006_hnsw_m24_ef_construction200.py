@@ -28,7 +28,7 @@ def hnsw(name: str, condition, m: int, ef_construction: int):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("retrieval", "0004_processing_task_owner"),
+        ("retrieval", "0005_newest_first_indexes"),
     ]
 
     operations = [
