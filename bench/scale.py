@@ -503,6 +503,8 @@ def main() -> int:
                         help="seconds to wait at most for a quiet CPU before each latency run")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    if any(ef > 1000 for ef in args.ef_search):  # pgvector's limit: the server would answer every /find with a 500
+        parser.error("--ef-search: hnsw.ef_search is at most 1000")
     common.BENCH_DB = args.database
     os.environ["OVSITE_PG_DATABASE"] = args.database
     command = (".venv/bin/python bench/scale.py " + " ".join(sys.argv[1:])).strip()
