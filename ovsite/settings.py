@@ -4,6 +4,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -93,6 +94,9 @@ HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # bench corpus (m 24, ef_construction 200) ef_search 200 found 0.92 of the exact top 10 and 400 0.96, for ~4 ms
 # more (bench/RESULTS.md, hnsw_sweep); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=400)
+for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH)):
+    if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
+        raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.

@@ -1,4 +1,7 @@
 """Searches over the whole index run with their own `hnsw.ef_search`; per-bucket searches keep the connection's."""
+import subprocess
+import sys
+
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
@@ -6,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from retrieval.find import Predicate, fetch_union
 from tests.conftest import hit_uris
+from tests.live import ROOT, child_env, database_env
 
 DEPLOY = "viking://user/default/memories/events/deploy.md"
 
@@ -53,3 +57,12 @@ def test_wide_ef_search_equal_to_the_connection_sets_nothing(api, memory, settin
 
 def test_wide_search_still_finds_the_memory(api, memory):
     assert hit_uris(api.find("billing deploy")) == [DEPLOY]
+
+
+@pytest.mark.parametrize("name, value", [("OVSITE_HNSW_WIDE_EF_SEARCH", "1200"), ("OVSITE_HNSW_EF_SEARCH", "0")])
+def test_an_ef_search_pgvector_refuses_stops_the_start_not_every_search(name, value):
+    """pgvector takes hnsw.ef_search in 1..1000: outside it every search would answer 500."""
+    started = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
+                             env=child_env(**database_env(), **{name: value}), timeout=120)
+    assert started.returncode != 0
+    assert f"{name} must be between 1 and 1000" in started.stderr
