@@ -86,9 +86,10 @@ TEMPLATES = [
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
 # Every connection's ef_search, which the per-bucket searches of quota assembly (a purpose: five HNSW scans in one
-# statement) run at. On the 10k bench corpus 40 finds 0.94-0.96 of each bucket's exact top k against 0.995 at 100, and
-# takes a purpose's assembly overhead over /find from ~4 ms to under 3 (bench/RESULTS.md, bucket_scans and
-# assembly_latency); a larger store wants more (README, "HNSW: recall against speed").
+# statement) run at. On the 10k bench corpus (m 24, ef_construction 200) 40 finds 0.975 of each bucket's exact top
+# k against 0.999 at 100 for 1.1 ms less SQL, which keeps a purpose's assembly overhead over /find under 3 ms
+# (bench/RESULTS.md, bucket_scans and assembly_latency); a larger store wants more (README, "HNSW: recall against
+# speed").
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # Searches over the whole store's index (/find, list mode, context without quotas). On 100k real embeddings of the
 # bench corpus (m 24, ef_construction 200) ef_search 200 found 0.92 of the exact top 10 and 400 0.96, for ~4 ms
