@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 from openviking_sdk import SyncHTTPClient
 from rest_framework.test import APIClient
 
@@ -21,7 +21,6 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """The test database commits without waiting for its WAL flush (about 3 ms a commit here, and the suite commits
     tens of thousands of times); data is lost only if PostgreSQL itself crashes, which no test does to this server.
     A database setting, so the servers the tests start (gunicorn, Celery workers) commit the same way."""
-    from django.db import connection
 
     with django_db_blocker.unblock():
         with connection.cursor() as cursor:
@@ -146,6 +145,14 @@ def operator(seeded):
 def api(seeded):
     """Dev mode (no root key): loopback callers act as account `default`, user `default`."""
     return Api(APIClient())
+
+
+def hnsw_definitions() -> dict[str, str]:
+    """The HNSW indexes of `retrieval_context` as PostgreSQL defines them, by name."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context' "
+                       "AND indexdef LIKE '%USING hnsw%'")
+        return dict(cursor.fetchall())
 
 
 def hit_uris(result) -> list[str]:

@@ -5,14 +5,7 @@ from django.db import connection
 from retrieval.bulk import build_vector_indexes, drop_vector_indexes, vector_index_sql
 from retrieval.embedders import UseEmbedder
 from retrieval.reembed import change_dimension
-from tests.conftest import hit_uris
-
-
-def hnsw_definitions() -> dict[str, str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context' "
-                       "AND indexdef LIKE '%USING hnsw%'")
-        return dict(cursor.fetchall())
+from tests.conftest import hit_uris, hnsw_definitions
 
 
 @pytest.fixture

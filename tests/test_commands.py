@@ -10,12 +10,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 
 from ovsite import embedded_pg
 from retrieval.models import Context
 from retrieval.reembed import stored_dimension
-from tests.conftest import hit_uris
+from tests.conftest import hit_uris, hnsw_definitions
 
 
 def test_import_dir_writes_text_files_and_reports_binary(api, tmp_path, capsys):
@@ -41,27 +40,20 @@ def test_reembed_rewrites_every_searchable_vector_and_none_of_the_containers(api
     assert not Context.objects.filter(kind="dir", uri__startswith="viking://user/", embedding__isnull=False).exists()
 
 
-def _hnsw_definitions() -> dict[str, str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context' "
-                       "AND indexdef LIKE '%USING hnsw%'")
-        return dict(cursor.fetchall())
-
-
 def test_reembed_in_threads_rebuilds_the_vector_indexes_as_migrated(api, capsys):
-    migrated = _hnsw_definitions()
+    migrated = hnsw_definitions()
     for i, text in enumerate(("Alpha document.", "Beta release notes.", "Gamma runbook.", "Delta plan.")):
         api.write(f"viking://resources/docs/{i}.md", text)
     Context.objects.update(embedding_model="older-model")
     call_command("reembed", "--batch-size", "1", "--workers", "2")
     assert "re-embedded 5 nodes" in capsys.readouterr().out  # four files and the folder docs/
     assert set(Context.objects.exclude(embedding=None).values_list("embedding_model", flat=True)) == {"usem3"}
-    assert _hnsw_definitions() == migrated
+    assert hnsw_definitions() == migrated
     assert hit_uris(api.find("gamma runbook", level=2, limit=1)) == ["viking://resources/docs/2.md"]
 
 
 def test_a_reembed_that_fails_part_way_changes_nothing(api, remote_embedder):
-    migrated = _hnsw_definitions()
+    migrated = hnsw_definitions()
     for i, text in enumerate(("Alpha document.", "Beta release notes.", "Gamma runbook.")):
         api.write(f"viking://resources/docs/{i}.md", text)
     Context.objects.update(embedding_model="older-model")
@@ -73,7 +65,7 @@ def test_a_reembed_that_fails_part_way_changes_nothing(api, remote_embedder):
     assert set(Context.objects.values_list("embedding_model", flat=True)) == {"older-model"}
     assert {uri: list(vector) for uri, vector in Context.objects.exclude(embedding=None).values_list(
         "uri", "embedding")} == before
-    assert _hnsw_definitions() == migrated
+    assert hnsw_definitions() == migrated
 
 
 def test_retry_failed_command_reports(api, capsys):
