@@ -21,7 +21,6 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """The test database commits without waiting for its WAL flush (about 3 ms a commit here, and the suite commits
     tens of thousands of times); data is lost only if PostgreSQL itself crashes, which no test does to this server.
     A database setting, so the servers the tests start (gunicorn, Celery workers) commit the same way."""
-
     with django_db_blocker.unblock():
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER DATABASE {connection.ops.quote_name(connection.settings_dict['NAME'])} "
