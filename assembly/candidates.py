@@ -1,11 +1,8 @@
 """Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from assembly.planner import Candidate
-from retrieval.find import (FindQuery, Predicate, bucket_predicate, fetch_union, nearest_select, peer_predicate,
-                            shared_vector, vector_literal)
+from retrieval.find import FindQuery, Predicate, fetch_union, partition_statement, peer_predicate
 from retrieval.models import BUCKET_CONDITIONS
 
 COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens")
@@ -58,30 +55,23 @@ def _score_order(items):
 
 
 def score_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[float]], limit: int,
-                     peers: PeerPolicy) -> Candidates:
-    """No purpose, no quotas: one cross-domain search per query, merged by max score, best `limit` kept. `scope`
-    is `spec`'s compiled scope (retrieval.find.scope_predicate)."""
-    where = peers.restrict(scope)
-    rows = fetch_union([nearest_select(where, vector_literal(vector), COLUMNS, limit, "all") for vector in vectors],
-                       settings.HNSW_WIDE_EF_SEARCH)
+                     peers: PeerPolicy, partitions: tuple[str, ...]) -> Candidates:
+    """No purpose, no quotas: one cross-domain search per query (a scan per search partition, as /find), merged
+    by max score, best `limit` kept. `scope` is `spec`'s compiled scope (retrieval.find.scope_predicate),
+    `partitions` the search partitions it can reach (retrieval.find.search_partitions)."""
+    selects, common = partition_statement(peers.restrict(scope), vectors, [(name, limit) for name in partitions],
+                                          COLUMNS)
+    rows = fetch_union(selects, common=common, prepare=True)
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 
 
-def quota_statement(scope: Predicate, vectors: list,
-                    active: list[tuple[str, int]]) -> tuple[list[Predicate], tuple[Predicate, ...]]:
-    """One statement (selects, named subqueries): one k-nearest scan per bucket and query, each query's vector
-    carried once."""
-    shared = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
-    return ([nearest_select(scope & bucket_predicate(bucket), read, COLUMNS, count, bucket, gate=True)
-             for bucket, count in active for _, read in shared], tuple(holder for holder, _ in shared))
-
-
 def quota_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[float]], quotas: dict[str, int],
-                     peers: PeerPolicy) -> Candidates:
-    """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one."""
-    active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0]
-    selects, common = quota_statement(peers.restrict(scope), vectors, active)
+                     peers: PeerPolicy, partitions: tuple[str, ...]) -> Candidates:
+    """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one;
+    a bucket outside `partitions` (retrieval.find.search_partitions) has nothing to find."""
+    active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0 and bucket in partitions]
+    selects, common = partition_statement(peers.restrict(scope), vectors, active, COLUMNS)
     rows = fetch_union(selects, common=common, prepare=True)
     by_bucket: dict[str, list[Candidate]] = {bucket: [] for bucket, _ in active}
     for bucket, candidate in _best_by_uri(rows, peers, spec.score_threshold).values():

@@ -113,8 +113,8 @@ def render(run: dict, command: str) -> str:
              f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
              f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
-             f"{run['size']:,} nodes (per-bucket partial HNSW indexes built in "
-             f"{run['loaded']['bucket_index_s']:.1f} s after the load); {run['queries']} queries, the four requests alternating per query on one "
+             f"{run['size']:,} nodes (the search partitions' HNSW indexes built in "
+             f"{run['loaded']['indexes_s']:.1f} s after the load, two sessions); {run['queries']} queries, the four requests alternating per query on one "
              "keep-alive connection; query-vector cache off (every request embeds its query). All figures from this one run.", "",
              "| request | client p50 | client p95 | server p50 | server p95 | entries p50 | used tokens p50 |",
              "|---|---:|---:|---:|---:|---:|---:|"]

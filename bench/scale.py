@@ -19,8 +19,8 @@
    with `--maintenance-work-mem`, timing each, and samples the building backend's resident memory; VACUUM ANALYZE.
 4. Starts gunicorn on that database and sends `--queries` requests alternating /find and /search context
    (1600 tokens) over one keep-alive connection; recall@10 of /find's top 10 against the exact top 10, computed
-   in numpy while the vectors streamed by. Once with the deployment's ef_search settings, then once per
-   `--ef-search` value for /find (`OVSITE_HNSW_WIDE_EF_SEARCH`; what-if runs on the same data).
+   in numpy while the vectors streamed by. Once with the deployment's ef_search, then once per `--ef-search`
+   value (`OVSITE_HNSW_EF_SEARCH`, which every search's partition scans run at; what-if runs on the same data).
 Rewrites its section of bench/RESULTS.md (one section per size).
 """
 import argparse
@@ -301,7 +301,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     indexes = _secondary_indexes(conn)
     hnsw = {name: hnsw_sql(sql, args.m, args.ef_construction) for name, sql in vector_index_sql().items()}
-    out["hnsw_sql"] = hnsw[common.HNSW_INDEX]
+    out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # one partition's; the others differ in their WHERE alone
     for name in indexes:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
     oids = dict(conn.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
@@ -360,13 +360,11 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     return out, exact
 
 
-def latency(args, tmp: Path, exact: ExactTop10, wide_ef: int, bucket_ef: int) -> dict:
-    """One server run: /find uses `wide_ef` (OVSITE_HNSW_WIDE_EF_SEARCH, whole-index searches), the per-bucket
-    searches of /search context `bucket_ef` (OVSITE_HNSW_EF_SEARCH)."""
+def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
+    """One server run, every search's partition scans at `ef_search` (OVSITE_HNSW_EF_SEARCH)."""
     import httpx
 
-    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_EF_SEARCH": str(bucket_ef),
-                                               "OVSITE_HNSW_WIDE_EF_SEARCH": str(wide_ef)})
+    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_EF_SEARCH": str(ef_search)})
     server.start()
     endpoints = {"find": ("/api/v1/search/find", {"limit": 10}),
                  "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600})}
@@ -401,10 +399,10 @@ def latency(args, tmp: Path, exact: ExactTop10, wide_ef: int, bucket_ef: int) ->
             f"--chdir {common.ROOT}", "--chdir .")
     found = [hits[i] for i in range(len(common.QUERIES))]
     recall, tolerant = exact.recall(found), exact.recall(found, TIE_BAND)
-    common.log(f"ef_search {wide_ef}/{bucket_ef}: find p50 {common.median(samples['find']['client']):.2f} ms, "
+    common.log(f"ef_search {ef_search}: find p50 {common.median(samples['find']['client']):.2f} ms, "
                f"recall@10 {recall:.3f} (tolerant {tolerant:.3f})")
     return {"samples": samples, "recall": recall, "tolerant": tolerant, "gap": exact.gap(),
-            "server_command": out_command, "wide_ef": wide_ef, "bucket_ef": bucket_ef, "load_avg": load_avg}
+            "server_command": out_command, "ef_search": ef_search, "load_avg": load_avg}
 
 
 def settings_used(conn) -> dict:
@@ -429,8 +427,7 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
              + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built"
                 if loaded else "") + " (per latency run: the table's last column).  ",
              f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; `hnsw.ef_search` per run "
-             "through `OVSITE_HNSW_WIDE_EF_SEARCH` (/find and other whole-index searches) and `OVSITE_HNSW_EF_SEARCH` "
-             "(the per-bucket searches of /search context).  ",
+             "through `OVSITE_HNSW_EF_SEARCH` (every search: one HNSW scan per search partition, merged).  ",
              f"Settings: per session " + ", ".join(f"`{k}={v}`" for k, v in used["session"].items())
              + f"; shared_buffers {used['shared_buffers']}, max_parallel_maintenance_workers "
              f"{used['parallel_maint']}.", ""]
@@ -448,8 +445,8 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
                   f"= {loaded['size'] / loaded['load_s']:,.0f} nodes/s: waiting for vectors "
                   f"{loaded['vectors_s']:.0f} s, writing rows {loaded['copy_s']:.0f} s; "
                   f"indexes after the load {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
-                  f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the bucket indexes "
-                  f"with the same m and ef_construction); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
+                  f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the other search "
+                  f"partitions' indexes with the same m and ef_construction); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
                   f"{loaded['build_s']:.0f} s ({loaded['build_s'] / 60:.1f} min). Table with indexes "
                   f"{loaded['table_mb']:,.0f} MB (heap {loaded['heap_mb']:,.0f} MB). Loader peak RSS "
                   f"{loaded['loader_peak_rss_mb']:,.0f} MB.", "",
@@ -465,17 +462,17 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
               f"and 11th exact distance: {lats[0]['gap']:.4f}. Load average: 1 / 5 / 15 min as the run's timed "
               "requests began" + (f" (after waiting up to {args.quiet_wait:.0f} s for a CPU under 20 % busy)"
                                   if args.quiet_wait else "") + ".", "",
-              f"| ef_search wide / bucket | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
+              f"| ef_search | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
               f"recall@10 within {TIE_BAND} | load average |", "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for run in lats:
         for name, x in run["samples"].items():
             recall = f"{run['recall']:.3f} | {run['tolerant']:.3f}" if name == "find" else " | "
             load_avg = " / ".join(f"{x:.2f}" for x in run["load_avg"]) if name == "find" else ""
-            lines.append(f"| {run['wide_ef']} / {run['bucket_ef']} | {name} | {common.median(x['client']):.2f} | "
+            lines.append(f"| {run['ef_search']} | {name} | {common.median(x['client']):.2f} | "
                          f"{common.pct(x['client'], 95):.2f} | {common.median(x['server']):.2f} | "
                          f"{common.pct(x['server'], 95):.2f} | {recall} | {load_avg} |")
     find_p50 = common.median(lat["samples"]["find"]["client"])
-    lines += ["", f"Goals at 1M, with the deployment's ef_search ({lat['wide_ef']} / {lat['bucket_ef']}): "
+    lines += ["", f"Goals at 1M, with the deployment's ef_search ({lat['ef_search']}): "
               f"recall@10 ≥ {GOAL_RECALL} — {'met' if lat['recall'] >= GOAL_RECALL else 'NOT met'} "
               f"({lat['recall']:.3f}); /find p50 ≤ {GOAL_FIND_P50_MS:.0f} ms — "
               f"{'met' if find_p50 <= GOAL_FIND_P50_MS else 'NOT met'} ({find_p50:.2f} ms); at "
@@ -497,7 +494,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--maintenance-work-mem", default="4GB")
     parser.add_argument("--ef-search", type=int, nargs="*", default=[],
-                        help="what-if wide ef_search values (/find) measured after the deployment's")
+                        help="what-if ef_search values measured after the deployment's")
     parser.add_argument("--database", default="ovsite_bench_scale")
     parser.add_argument("--reuse", action="store_true", help="keep what is loaded; only measure")
     parser.add_argument("--quiet-wait", type=float, default=0.0,
@@ -529,8 +526,7 @@ def main() -> int:
                      else args.size)
     loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
-    lats = [latency(args, tmp, exact, ef, settings.HNSW_EF_SEARCH) for ef in
-            dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]
+    lats = [latency(args, tmp, exact, ef) for ef in dict.fromkeys([settings.HNSW_EF_SEARCH, *args.ef_search])]
     size = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
     section = render(size, args, loaded, lats, settings_used(conn), command)
     print(section)

@@ -85,19 +85,15 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
-# Every connection's ef_search, which the per-bucket searches of quota assembly (a purpose: five HNSW scans in one
-# statement) run at. On the 10k bench corpus (m 24, ef_construction 200) 40 finds 0.975 of each bucket's exact top
-# k against 0.999 at 100 for 1.1 ms less SQL, which keeps a purpose's assembly overhead over /find under 3 ms
-# (bench/RESULTS.md, bucket_scans and assembly_latency); a larger store wants more (README, "HNSW: recall against
-# speed").
+# Every connection's ef_search, which every vector search runs at: one HNSW scan per search partition
+# (retrieval.find), merged. On the 10k bench corpus (m 24, ef_construction 200) 40 finds 0.975 of each bucket's
+# exact top k against 0.999 at 100 for 1.1 ms less SQL (bench/RESULTS.md, bucket_scans); the merged scans find the
+# exact top 10 at 10k and 0.99 of it at 100k (bench/RESULTS.md, scale). A larger store may want more (README,
+# "HNSW: recall against speed").
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
-# Searches over the whole store's index (/find, list mode, context without quotas). On 100k real embeddings of the
-# bench corpus (m 24, ef_construction 200) ef_search 200 found 0.92 of the exact top 10 and 400 0.96, for ~4 ms
-# more (bench/RESULTS.md, hnsw_sweep); the per-bucket partial indexes are smaller and keep OVSITE_HNSW_EF_SEARCH.
-HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=400)
-for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH)):
-    if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
-        raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")
+if not 1 <= HNSW_EF_SEARCH <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
+    raise ImproperlyConfigured(f"OVSITE_HNSW_EF_SEARCH must be between 1 and 1000 (pgvector's hnsw.ef_search), "
+                               f"not {HNSW_EF_SEARCH}")
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.

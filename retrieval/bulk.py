@@ -18,7 +18,7 @@ from retrieval.models import Context
 
 
 def vector_index_sql() -> dict[str, str]:
-    """`CREATE INDEX` of every HNSW index of `Context` (the whole-table one and one per quota bucket), by name."""
+    """`CREATE INDEX` of every HNSW index of `Context` (one per search partition), by name."""
     with connection.schema_editor(collect_sql=True) as editor:
         return {index.name: str(index.create_sql(Context, editor)) for index in Context._meta.indexes
                 if isinstance(index, HnswIndex)}

@@ -6,7 +6,6 @@ from datetime import timezone as dt_timezone
 from functools import cache, lru_cache
 
 import numpy as np
-from django.conf import settings
 from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Q
@@ -17,9 +16,9 @@ from psycopg import sql as pg_sql
 from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from retrieval.embedders import embed_query
-from retrieval.models import BUCKET_CONDITIONS, Context
+from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.selectors import visible_nodes
-from retrieval.uris import parse_uri
+from retrieval.uris import MEMORY_CATEGORIES, parse_uri
 
 CONTEXT_TYPES = ("memory", "resource", "skill")
 RESULT_KEYS = {"memory": "memories", "resource": "resources", "skill": "skills"}
@@ -153,13 +152,37 @@ def visible_predicate(caller: Caller) -> Predicate:
 
 
 @cache
-def bucket_predicate(bucket: str) -> Predicate:
-    """Constant per bucket, so compiled once per process, its values written in as SQL literals: the planner proves
-    the bucket's partial HNSW index from them, which it cannot do from parameters in a prepared statement's
-    generic plan."""
-    compiled = _compiled(Context.objects.filter(BUCKET_CONDITIONS[bucket]))
+def partition_predicate(name: str) -> Predicate:
+    """Constant per search partition, so compiled once per process, its values written in as SQL literals: the
+    planner proves the partition's partial HNSW index from them, which it cannot do from parameters in a prepared
+    statement's generic plan."""
+    compiled = _compiled(Context.objects.filter(SEARCH_PARTITIONS[name]))
     literals = tuple(pg_sql.Literal(value).as_string().replace("%", "%%") for value in compiled.params)
     return Predicate(compiled.sql.replace("%%", "%%%%") % literals)
+
+
+def _target_partitions(target) -> set[str]:
+    """The partitions a node at or under `target` (a VikingUri) is in by the URI rules, whose categories name them
+    (VikingUri.category: a memory category, "resources" or "skills"); above an owner's type folders, any."""
+    if target.space != "resources" and len(target.segments) < 3:
+        return set(SEARCH_PARTITIONS)
+    if target.context_type != "memory":
+        return {target.category}
+    if target.category:
+        return {"entities" if target.category == "profile" else target.category}
+    return set(MEMORY_CATEGORIES)
+
+
+def search_partitions(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
+    """The partitions a search under `spec` walks: all but those its target URIs rule out. A filter on a type or
+    category needs no pruning here: the partition's gate (`nearest_select`) answers it from a B-tree at once,
+    where under a URI prefix it could scan the whole prefix. "other" is always walked: its nodes follow no URI
+    rule."""
+    possible = set(SEARCH_PARTITIONS)
+    if spec.target_uris:
+        possible = {"other"}.union(*(_target_partitions(parse_uri(raw, user_id=caller.user_id))
+                                     for raw in spec.target_uris))
+    return tuple(name for name in SEARCH_PARTITIONS if name in possible)
 
 
 def peer_predicate(peers: tuple[str, ...]) -> Predicate:
@@ -196,40 +219,42 @@ def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...]
 
 
 
-def fetch_union(selects: list[Predicate], ef_search: int | None = None,
-                common: tuple[Predicate, ...] = (), prepare: bool = False) -> list[dict]:
+def partition_statement(scope: Predicate, vectors: list, counts: list[tuple[str, int]],
+                        columns: tuple[str, ...]) -> tuple[list[Predicate], tuple[Predicate, ...]]:
+    """The selects and named subqueries of one statement with a k-nearest scan per (partition, count) and query
+    vector, each vector carried once; a row's `bucket` is its partition. The buckets are gated; "other" is not:
+    its index holds only the few nodes outside every bucket, and no B-tree answers its condition at once."""
+    shared = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
+    return ([nearest_select(scope & partition_predicate(name), read, columns, count, name, gate=name != "other")
+             for name, count in counts for _, read in shared], tuple(holder for holder, _ in shared))
+
+
+def fetch_union(selects: list[Predicate], common: tuple[Predicate, ...] = (), prepare: bool = False,
+                limit: int | None = None) -> list[dict]:
     """All selects in one statement (UNION ALL): one round trip, rows as dicts. `common` are the statement's
-    named subqueries (`name AS (…)` of its WITH clause). `ef_search` other than the connection's applies to this
-    statement only. With `prepare` (and the connection's ef_search), the statement is bound server-side and
-    prepared once it repeats (see `prepared_cursor`)."""
+    named subqueries (`name AS (…)` of its WITH clause); with `limit`, only the nearest `limit` rows of them all
+    come back. With `prepare`, the statement is bound server-side and prepared once it repeats (see
+    `prepared_cursor`)."""
     if not selects:
         return []
-    sql, params = union_statement(selects, common)
+    sql, params = union_statement(selects, common, limit)
     if prepare:
         with prepared_cursor() as cursor:
             cursor.execute(sql, params)
             return _rows(cursor)
-    if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
-        return _fetch(sql, params)
-    return _fetch(sql, params, int(ef_search))
-
-
-def union_statement(selects: list[Predicate], common: tuple[Predicate, ...] = ()) -> tuple[str, list]:
-    with_sql = f"WITH {', '.join(part.sql for part in common)} " if common else ""
-    sql = with_sql + " UNION ALL ".join(select.sql for select in selects)
-    return sql, [param for part in (*common, *selects) for param in part.params]
-
-
-def _fetch(sql: str, params: list, ef_search: int | None = None) -> list[dict]:
     with connection.cursor() as cursor:
-        if ef_search is None:
-            cursor.execute(sql, params)
-        else:
-            # One round trip, where BEGIN, SET LOCAL, the select and COMMIT were four: a multi-statement query runs
-            # as one implicit transaction, so SET LOCAL ends with the select (inside an atomic block, with it).
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef_search}; {sql}", params)
-            cursor.nextset()
+        cursor.execute(sql, params)
         return _rows(cursor)
+
+
+def union_statement(selects: list[Predicate], common: tuple[Predicate, ...] = (),
+                    limit: int | None = None) -> tuple[str, list]:
+    with_sql = f"WITH {', '.join(part.sql for part in common)} " if common else ""
+    union = " UNION ALL ".join(select.sql for select in selects)
+    params = [param for part in (*common, *selects) for param in part.params]
+    if limit is None:
+        return with_sql + union, params
+    return f"{with_sql}SELECT * FROM ({union}) AS nearest ORDER BY distance, uri LIMIT %s", [*params, limit]
 
 
 def _rows(cursor) -> list[dict]:
@@ -272,11 +297,13 @@ def above_threshold(rows: list[dict], threshold: float | None) -> list[dict]:
 
 
 def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None = None) -> list[dict]:
-    """One SQL query: nearest neighbours by cosine distance within the filters, best first."""
+    """One SQL statement: the nearest neighbours by cosine distance within the filters, over every search
+    partition that can hold them, best first."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
-    found = fetch_union([nearest_select(where, vector_literal(vector), columns, spec.limit)],
-                        settings.HNSW_WIDE_EF_SEARCH)
+    selects, common = partition_statement(where, [vector], [(name, spec.limit) for name in
+                                                            search_partitions(caller, spec)], columns)
+    found = fetch_union(selects, common=common, prepare=True, limit=spec.limit)
     for row in found:
         del row["bucket"]
         row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)

@@ -1,14 +1,16 @@
-"""The per-bucket quota search is bound server-side and prepared once per connection (settings.DB_PREPARED_STATEMENTS):
-its plan is made once, still on each bucket's partial HNSW index, and it answers exactly as the unprepared statement."""
+"""Vector searches (one scan per search partition) are bound server-side and prepared once per connection
+(settings.DB_PREPARED_STATEMENTS): the plan is made once, still on each partition's partial HNSW index, and it
+answers exactly as the unprepared statement."""
+import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from assembly.candidates import BUCKETS, quota_statement
+from assembly.candidates import BUCKETS
 from ovsite.auth import Caller
 from ovsite.models import Account
 from retrieval.embedders import embed_query
-from retrieval.find import FindQuery, bucket_predicate, fetch_union, scope_predicate
-from retrieval.models import BUCKET_CONDITIONS, Context
+from retrieval.find import FindQuery, fetch_union, partition_predicate, partition_statement, scope_predicate
+from retrieval.models import SEARCH_PARTITIONS, Context
 
 MEMORIES = {
     "viking://user/default/memories/events/deploy.md": "We deployed the billing service on Friday.",
@@ -19,33 +21,43 @@ MEMORIES = {
 CODING = {"query": "billing deploy", "mode": "context", "purpose": "coding", "score_threshold": 0}
 
 
-def _quota_prepared() -> list[tuple[str, int, int]]:
+def _prepared_searches() -> list[tuple[str, int, int]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
                        "WHERE statement LIKE %s", ["%UNION ALL%context_type%"])
         return cursor.fetchall()
 
 
-def test_a_repeated_quota_search_is_prepared_once_and_runs_its_generic_plan(api):
+def _generic_plan(statement: str) -> str:
+    # Sorting is ruled out for the check: on a table this small the planner would rather sort a handful of rows.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")
+        return "\n".join(line for (line,) in cursor.fetchall())
+
+
+@pytest.mark.parametrize("path, body, partitions", [
+    ("/api/v1/search/search", CODING, BUCKETS),
+    ("/api/v1/search/find", {"query": "billing deploy", "limit": 4}, tuple(SEARCH_PARTITIONS)),
+    ("/api/v1/search/search", {"query": "billing deploy", "mode": "context", "score_threshold": 0},
+     tuple(SEARCH_PARTITIONS)),
+])
+def test_a_repeated_search_is_prepared_once_and_runs_its_generic_plan(api, path, body, partitions):
     for uri, text in MEMORIES.items():
         api.write(uri, text)
     answers = []
     for _ in range(8):
-        status, answer = api.post("/api/v1/search/search", CODING)
+        status, answer = api.post(path, body)
         assert status == 200, answer
-        answers.append([entry["uri"] for entry in answer["result"]["entries"]])
+        result = answer["result"]
+        answers.append([entry["uri"] for entry in result.get("entries", result.get("memories"))])
     assert all(uris == answers[0] for uris in answers) and set(answers[0]) == set(MEMORIES)
-    [(statement, generic, custom)] = _quota_prepared()  # one statement text, whatever the query vector
+    [(statement, generic, custom)] = _prepared_searches()  # one statement text, whatever the query vector
     assert generic + custom >= 7 and generic >= 1
-    # The generic plan can still scan each bucket's partial index: parameters in place of the bucket values would
-    # leave the planner nothing to prove the index predicates with, and only the whole-store index would order the
-    # rows. (Sorting is ruled out for the check: on a table this small the planner would rather sort a handful.)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_sort = off")
-        cursor.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")
-        plan = "\n".join(line for (line,) in cursor.fetchall())
-    assert all(f"Index Scan using context_hnsw_{bucket} " in plan for bucket in BUCKETS), plan
-    assert "context_embedding_hnsw" not in plan
+    # The generic plan can still scan each partition's partial index: parameters in place of the partition values
+    # would leave the planner nothing to prove the index predicates with.
+    plan = _generic_plan(statement)
+    assert all(f"Index Scan using context_hnsw_{name} " in plan for name in partitions), plan
 
 
 def test_prepared_and_client_bound_statements_answer_the_same_rows(api):
@@ -54,9 +66,9 @@ def test_prepared_and_client_bound_statements_answer_the_same_rows(api):
     account = Account.objects.get(name="default")
     caller = Caller(account.id, "default", "default", "admin")
     scope = scope_predicate(caller, FindQuery(query=""))
-    active = [(bucket, 3) for bucket in BUCKETS]
+    active = [(name, 3) for name in SEARCH_PARTITIONS]
     for query in ("billing deploy", "dark editor theme", "who leads the team"):
-        selects, common = quota_statement(scope, [embed_query(query)], active)
+        selects, common = partition_statement(scope, [embed_query(query)], active, ("uri", "category"))
         client_bound = fetch_union(selects, common=common)
         for _ in range(3):  # the first runs plan it; later runs use the prepared statement
             assert fetch_union(selects, common=common, prepare=True) == client_bound
@@ -71,11 +83,12 @@ def test_a_prepared_search_is_logged_like_any_other_statement(api):
     assert any("UNION ALL" in query["sql"] and "context_type" in query["sql"] for query in queries.captured_queries)
 
 
-def test_bucket_conditions_are_written_in_as_literals_and_select_what_the_orm_selects(api):
+def test_partition_conditions_are_written_in_as_literals_and_select_what_the_orm_selects(api):
     for uri, text in MEMORIES.items():
         api.write(uri, text)
-    for bucket, condition in BUCKET_CONDITIONS.items():
-        predicate = bucket_predicate(bucket)
+    Context.objects.filter(uri=next(iter(MEMORIES))).update(category="misfiled")  # one node for "other"
+    for name, condition in SEARCH_PARTITIONS.items():
+        predicate = partition_predicate(name)
         assert predicate.params == ()
         with connection.cursor() as cursor:
             cursor.execute(f'SELECT "retrieval_context"."uri" FROM "retrieval_context" WHERE {predicate.sql}')
