@@ -58,7 +58,7 @@ def load_bench_corpus(size: int):
     from ovsite import embedded_pg
     from ovsite.models import Account, AccountUser
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), corpus.BENCH_DB)
+    embedded_pg.start_configured(corpus.BENCH_DB)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})

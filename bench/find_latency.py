@@ -997,7 +997,7 @@ def main() -> int:
     from retrieval.bulk import build_vector_indexes, vector_index_sql
 
     assert settings.EMBEDDED_PG_ENABLED and settings.DATABASES["default"]["NAME"] == BENCH_DB
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), BENCH_DB)
+    embedded_pg.start_configured(BENCH_DB)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=USER, defaults={"role": "admin"})

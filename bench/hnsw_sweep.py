@@ -250,7 +250,7 @@ def main() -> int:
     if args.noise is None:
         args.noise = 0.35 if args.derive == "pair" else scale.NOISE
     if args.builds:
-        embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), args.database)
+        embedded_pg.start_configured(args.database)
         conn = common.raw_connection()
         loaded = load(args, conn)
         common.log(f"loaded {args.size:,} vectors in {loaded['load_s']:.0f} s")

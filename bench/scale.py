@@ -516,7 +516,7 @@ def main() -> int:
     from ovsite import embedded_pg
     from ovsite.models import Account, AccountUser
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), args.database)
+    embedded_pg.start_configured(args.database)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})

@@ -79,8 +79,10 @@ def is_running(pgdata: Path) -> bool:
         return False
 
 
-def start(pgdata: Path, database: str) -> Path:
-    """Initialise (once), start (if not running) and create `database` (if missing). Returns the socket folder."""
+def start(pgdata: Path, database: str, shared_buffers: str = "") -> Path:
+    """Initialise (once), start (if not running) and create `database` (if missing). Returns the socket folder.
+    `shared_buffers` (a PostgreSQL size such as "4GB"; "" for PostgreSQL's own 128MB) applies when this call
+    starts the server."""
     commands = _commands()
     pgdata = pgdata.resolve()
     socket_dir = socket_dir_for(pgdata)
@@ -92,7 +94,7 @@ def start(pgdata: Path, database: str) -> Path:
     if not (pgdata / "PG_VERSION").exists():
         commands.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", POSTGRES_USER],
                pgdata=pgdata, user=_run_as())
-    _start_server(commands, pgdata, socket_dir)
+    _start_server(commands, pgdata, socket_dir, shared_buffers)
     _ensure_database(socket_dir, database)
     return socket_dir
 
@@ -105,7 +107,7 @@ def _accepts_connections(socket_dir: Path) -> bool:
         return False
 
 
-def _start_server(commands, pgdata: Path, socket_dir: Path, wait_s: float = 60.0) -> None:
+def _start_server(commands, pgdata: Path, socket_dir: Path, shared_buffers: str, wait_s: float = 60.0) -> None:
     """Starts postgres until it accepts connections. Retries cover a killed server's last moments (its pid is
     still alive just after SIGKILL) and its backends holding the shared memory for a while after."""
     deadline = time.monotonic() + wait_s
@@ -117,8 +119,11 @@ def _start_server(commands, pgdata: Path, socket_dir: Path, wait_s: float = 60.0
             # Dead or zombie: postgres would take the lock file for a live server and refuse to start.
             (pgdata / "postmaster.pid").unlink(missing_ok=True)
             try:
-                commands.pg_ctl(["-w", "-t", "30", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l",
-                                 str(pgdata / "log"), "start"], pgdata=pgdata, user=_run_as(), timeout=60)
+                options = ["-o", '-h ""', "-o", f"-k {socket_dir}"]
+                if shared_buffers:
+                    options += ["-o", f"-c shared_buffers={shared_buffers}"]
+                commands.pg_ctl(["-w", "-t", "30", *options, "-l", str(pgdata / "log"), "start"], pgdata=pgdata,
+                                user=_run_as(), timeout=60)
                 continue
             except subprocess.CalledProcessError:
                 if time.monotonic() > deadline:
@@ -133,6 +138,34 @@ def _ensure_database(socket_dir: Path, database: str) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')
+
+
+def start_configured(database: str) -> Path:
+    """`start` for the data folder and shared_buffers of Django's settings (OVSITE_PG_DATA,
+    OVSITE_PG_SHARED_BUFFERS)."""
+    from django.conf import settings
+
+    return start(Path(str(settings.EMBEDDED_PG_DATA)), database, configured_shared_buffers())
+
+
+def configured_shared_buffers() -> str:
+    from django.conf import settings
+
+    value = settings.EMBEDDED_PG_SHARED_BUFFERS
+    return auto_shared_buffers() if value == "auto" else value
+
+
+def shared_buffers_in_use(socket_dir: Path) -> str:
+    with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", connect_timeout=5) as conn:
+        return conn.execute("SHOW shared_buffers").fetchone()[0]
+
+
+def auto_shared_buffers() -> str:
+    """A quarter of the machine's memory, at most 8 GB: PostgreSQL's own guidance for a dedicated server. The HNSW
+    graphs a search walks are then read from shared buffers rather than copied in from the page cache page by
+    page, which was most of a /find at 1M nodes (bench/RESULTS.md, scale)."""
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return f"{max(128, min(total_mb // 4, 8192))}MB"
 
 
 def stop(pgdata: Path) -> bool:

@@ -1,4 +1,5 @@
 """ovsite settings: every knob comes from the environment (django-environ); README.md lists them all."""
+import re
 import warnings
 from importlib.util import find_spec
 from pathlib import Path
@@ -105,6 +106,12 @@ _VECTOR_SESSION_OPTIONS = (
 )
 EMBEDDED_PG_ENABLED = "DATABASE_URL" not in env
 EMBEDDED_PG_DATA = env.path("OVSITE_PG_DATA", default=BASE_DIR / "var" / "pg")
+# shared_buffers of the embedded server, applied when it starts: "auto" (a quarter of memory, at most 8 GB) or a
+# PostgreSQL size ("4GB"); README "HNSW: recall against speed" says what a store of N nodes wants.
+EMBEDDED_PG_SHARED_BUFFERS = env.str("OVSITE_PG_SHARED_BUFFERS", default="auto")
+if not re.fullmatch(r"auto|\d+(kB|MB|GB|TB)?", EMBEDDED_PG_SHARED_BUFFERS):  # else the server would not start
+    raise ImproperlyConfigured(f"OVSITE_PG_SHARED_BUFFERS must be auto or a size such as 4GB, not "
+                               f"{EMBEDDED_PG_SHARED_BUFFERS!r}")
 if EMBEDDED_PG_ENABLED:
     from ovsite.embedded_pg import POSTGRES_USER, socket_dir_for
 

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -13,7 +12,7 @@ from ovsite import embedded_pg
 def pytest_sessionstart(session):
     """The suite runs against the real embedded PostgreSQL; start it explicitly (idempotent)."""
     if settings.EMBEDDED_PG_ENABLED:
-        embedded_pg.start(Path(settings.EMBEDDED_PG_DATA), settings.DATABASES["default"]["NAME"])
+        embedded_pg.start_configured(settings.DATABASES["default"]["NAME"])
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -98,6 +100,38 @@ def test_embedded_pg_restarts_after_kill_and_stale_handle_file(own_pgdata):
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert embedded_pg.stop(pgdata)
     assert not embedded_pg.is_running(pgdata)
+
+
+def test_the_embedded_server_starts_with_the_shared_buffers_asked_for(own_pgdata):
+    socket_dir = embedded_pg.start(own_pgdata, "probe", "48MB")
+    assert embedded_pg.shared_buffers_in_use(socket_dir) == "48MB"
+    assert embedded_pg.start(own_pgdata, "probe", "96MB") == socket_dir  # running: a start changes nothing
+    assert embedded_pg.shared_buffers_in_use(socket_dir) == "48MB"
+
+
+def test_auto_shared_buffers_is_a_quarter_of_memory_at_most_8gb():
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    assert embedded_pg.auto_shared_buffers() == f"{max(128, min(total_mb // 4, 8192))}MB"
+
+
+def test_pg_start_says_when_the_running_server_has_other_shared_buffers(settings, capsys):
+    settings.EMBEDDED_PG_SHARED_BUFFERS = "auto"
+    call_command("pg", "start")
+    in_use = capsys.readouterr().out
+    assert "shared_buffers " in in_use
+    settings.EMBEDDED_PG_SHARED_BUFFERS = "7MB"  # not what the suite's server runs with
+    call_command("pg", "start")
+    assert "shared_buffers 7MB (OVSITE_PG_SHARED_BUFFERS) applies when the server starts" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["lots", "4 GB", "-1GB"])
+def test_a_shared_buffers_postgresql_cannot_read_stops_the_start(value):
+    from tests.live import ROOT, child_env, database_env
+
+    started = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
+                             env=child_env(**database_env(), OVSITE_PG_SHARED_BUFFERS=value), timeout=120)
+    assert started.returncode != 0
+    assert "OVSITE_PG_SHARED_BUFFERS must be auto or a size such as 4GB" in started.stderr
 
 
 @pytest.mark.parametrize("action", ["status"])

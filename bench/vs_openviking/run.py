@@ -69,7 +69,7 @@ def reset_ovsite(db: str) -> None:
     from ovsite import embedded_pg
     from ovsite.models import Account, AccountUser
 
-    embedded_pg.start(Path(str(settings.EMBEDDED_PG_DATA)), db)
+    embedded_pg.start_configured(db)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
