@@ -61,7 +61,8 @@ def score_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[fl
     `partitions` the search partitions it can reach (retrieval.find.search_partitions)."""
     selects, common = partition_statement(peers.restrict(scope), vectors, [(name, limit) for name in partitions],
                                           COLUMNS)
-    rows = fetch_union(selects, common=common, prepare=True)
+    # One query: its nearest `limit` of all partitions are the answer, so only they come back.
+    rows = fetch_union(selects, common=common, prepare=True, limit=limit if len(vectors) == 1 else None)
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 

@@ -43,7 +43,7 @@ def run(args) -> dict:
     from django.conf import settings
     from django.db import connection
 
-    from assembly.candidates import BUCKETS, quota_statement
+    from assembly.candidates import BUCKETS, COLUMNS
     from ovsite.auth import Caller
     from ovsite.models import Account
     from profiles.selectors import purpose_profile
@@ -60,7 +60,7 @@ def run(args) -> dict:
     vectors = list(embed_queries(corpus.QUERIES))
 
     def union(vector) -> tuple[str, list]:
-        return union_statement(*quota_statement(scope, [vector], active))
+        return union_statement(*partition_statement(scope, [vector], active, COLUMNS))
 
     exact, timings, recall = {}, {}, {}
     with connection.cursor() as cursor:

@@ -7,8 +7,8 @@ For every size N it:
   1. empties `retrieval_context` in its own database (`--database`, default `ovsite_bench`, never the dev or test
      one),
   2. generates N deterministic synthetic nodes (seeded; EN/ZH memories in the four categories of user `default`,
-     shared resources with their directories), drops every HNSW index (the whole-table one and the per-bucket
-     partial ones), embeds the abstracts with the packaged embedder (`--embed-workers` threads, one BLAS thread
+     shared resources with their directories), drops every HNSW index (one partial index per search
+     partition), embeds the abstracts with the packaged embedder (`--embed-workers` threads, one BLAS thread
      each) while a binary COPY writes each embedded batch, rebuilds every HNSW index exactly as the migrations
      define it (retrieval.bulk), and times each step,
   3. starts gunicorn against that database, warms every worker (the embedder loads lazily per process), sends the

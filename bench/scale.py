@@ -46,6 +46,7 @@ BLOCK = 10000
 NOISE = 0.15  # expected norm of the Gaussian noise added to a derived vector (the vectors have norm 1)
 POOL = 2048  # base vectors one block of derived vectors picks its partners from
 TIE_BAND = 0.01  # cosine distance; as bench/hnsw_sweep.py's tolerant recall
+ENV_SETTINGS = ("OVSITE_HNSW_EF_SEARCH", "OVSITE_HNSW_MAX_SCAN_TUPLES", "OVSITE_PG_SHARED_BUFFERS")
 KEPT_INDEXES = ("retrieval_context_pkey", "context_account_uri_unique")
 CACHE = common.ROOT / "bench" / ".data"
 
@@ -505,7 +506,9 @@ def main() -> int:
         parser.error("--ef-search: hnsw.ef_search is at most 1000")
     common.BENCH_DB = args.database
     os.environ["OVSITE_PG_DATABASE"] = args.database
-    command = (".venv/bin/python bench/scale.py " + " ".join(sys.argv[1:])).strip()
+    # The settings a run was given from the environment belong to its command: the section's figures depend on them.
+    given = " ".join(f"{name}={os.environ[name]}" for name in ENV_SETTINGS if name in os.environ)
+    command = (f"{given} .venv/bin/python bench/scale.py " + " ".join(sys.argv[1:])).strip()
 
     import django
 

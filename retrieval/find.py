@@ -254,7 +254,11 @@ def union_statement(selects: list[Predicate], common: tuple[Predicate, ...] = ()
     params = [param for part in (*common, *selects) for param in part.params]
     if limit is None:
         return with_sql + union, params
-    return f"{with_sql}SELECT * FROM ({union}) AS nearest ORDER BY distance, uri LIMIT %s", [*params, limit]
+    # Materialized, so the rows are sorted here and not merged as if each scan's were in order: relaxed_order scans
+    # return them only nearly so (pgvector's README).
+    nearest = f"nearest AS MATERIALIZED ({union})"
+    with_sql = f"WITH {', '.join([*(part.sql for part in common), nearest])} "
+    return f"{with_sql}SELECT * FROM nearest ORDER BY distance, uri LIMIT %s", [*params, limit]
 
 
 def _rows(cursor) -> list[dict]:
