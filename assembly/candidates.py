@@ -1,6 +1,8 @@
 """Candidate providers (DESIGN.md §5): score order across domains, or per-bucket quotas — one SQL round trip."""
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from assembly.planner import Candidate
 from retrieval.find import FindQuery, Predicate, fetch_union, partition_statement, peer_predicate
 from retrieval.models import BUCKET_CONDITIONS
@@ -62,7 +64,8 @@ def score_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[fl
     selects, common = partition_statement(peers.restrict(scope), vectors, [(name, limit) for name in partitions],
                                           COLUMNS)
     # One query: its nearest `limit` of all partitions are the answer, so only they come back.
-    rows = fetch_union(selects, common=common, prepare=True, limit=limit if len(vectors) == 1 else None)
+    rows = fetch_union(selects, common=common, prepare=True, limit=limit if len(vectors) == 1 else None,
+                       ef_search=settings.HNSW_WIDE_EF_SEARCH)
     items = _score_order(c for _, c in _best_by_uri(rows, peers, spec.score_threshold).values())[:limit]
     return Candidates(items=items, searched={"all": len(items)})
 

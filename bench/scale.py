@@ -19,8 +19,9 @@
    with `--maintenance-work-mem`, timing each, and samples the building backend's resident memory; VACUUM ANALYZE.
 4. Starts gunicorn on that database and sends `--queries` requests alternating /find and /search context
    (1600 tokens) over one keep-alive connection; recall@10 of /find's top 10 against the exact top 10, computed
-   in numpy while the vectors streamed by. Once with the deployment's ef_search, then once per `--ef-search`
-   value (`OVSITE_HNSW_EF_SEARCH`, which every search's partition scans run at; what-if runs on the same data).
+   in numpy while the vectors streamed by. Once with the deployment's ef_search settings, then once per
+   `--ef-search` value for /find and context without a purpose (`OVSITE_HNSW_WIDE_EF_SEARCH`; what-if runs on the
+   same data).
 Rewrites its section of bench/RESULTS.md (one section per size).
 """
 import argparse
@@ -46,7 +47,8 @@ BLOCK = 10000
 NOISE = 0.15  # expected norm of the Gaussian noise added to a derived vector (the vectors have norm 1)
 POOL = 2048  # base vectors one block of derived vectors picks its partners from
 TIE_BAND = 0.01  # cosine distance; as bench/hnsw_sweep.py's tolerant recall
-ENV_SETTINGS = ("OVSITE_HNSW_EF_SEARCH", "OVSITE_HNSW_MAX_SCAN_TUPLES", "OVSITE_PG_SHARED_BUFFERS")
+ENV_SETTINGS = ("OVSITE_HNSW_WIDE_EF_SEARCH", "OVSITE_HNSW_EF_SEARCH", "OVSITE_HNSW_MAX_SCAN_TUPLES",
+                "OVSITE_PG_SHARED_BUFFERS")
 KEPT_INDEXES = ("retrieval_context_pkey", "context_account_uri_unique")
 CACHE = common.ROOT / "bench" / ".data"
 
@@ -362,10 +364,11 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
 
 
 def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
-    """One server run, every search's partition scans at `ef_search` (OVSITE_HNSW_EF_SEARCH)."""
+    """One server run, the partition scans of /find and of /search context (no purpose) at `ef_search`
+    (OVSITE_HNSW_WIDE_EF_SEARCH)."""
     import httpx
 
-    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_EF_SEARCH": str(ef_search)})
+    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
     server.start()
     endpoints = {"find": ("/api/v1/search/find", {"limit": 10}),
                  "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600})}
@@ -427,8 +430,9 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
              + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built"
                 if loaded else "") + " (per latency run: the table's last column).  ",
-             f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; `hnsw.ef_search` per run "
-             "through `OVSITE_HNSW_EF_SEARCH` (every search: one HNSW scan per search partition, merged).  ",
+             f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; every search walks one HNSW "
+             "index per search partition and merges; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
+             "(/find and /search context without a purpose, both measured here).  ",
              f"Settings: per session " + ", ".join(f"`{k}={v}`" for k, v in used["session"].items())
              + f"; shared_buffers {used['shared_buffers']}, max_parallel_maintenance_workers "
              f"{used['parallel_maint']}.", ""]
@@ -463,7 +467,7 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
               f"and 11th exact distance: {lats[0]['gap']:.4f}. Load average: 1 / 5 / 15 min as the run's timed "
               "requests began" + (f" (after waiting up to {args.quiet_wait:.0f} s for a CPU under 20 % busy)"
                                   if args.quiet_wait else "") + ".", "",
-              f"| ef_search | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
+              f"| wide ef_search | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
               f"recall@10 within {TIE_BAND} | load average |", "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for run in lats:
         for name, x in run["samples"].items():
@@ -529,7 +533,7 @@ def main() -> int:
                      else args.size)
     loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
-    lats = [latency(args, tmp, exact, ef) for ef in dict.fromkeys([settings.HNSW_EF_SEARCH, *args.ef_search])]
+    lats = [latency(args, tmp, exact, ef) for ef in dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]
     size = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
     section = render(size, args, loaded, lats, settings_used(conn), command)
     print(section)

@@ -86,15 +86,19 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
-# Every connection's ef_search, which every vector search runs at: one HNSW scan per search partition
-# (retrieval.find), merged. On the 10k bench corpus (m 24, ef_construction 200) 40 finds 0.975 of each bucket's
-# exact top k against 0.999 at 100 for 1.1 ms less SQL (bench/RESULTS.md, bucket_scans); the merged scans find the
-# exact top 10 at 10k and 0.99 of it at 100k (bench/RESULTS.md, scale). A larger store may want more (README,
-# "HNSW: recall against speed").
+# Vector searches walk one HNSW graph per search partition (retrieval.find) and merge. Every connection's
+# ef_search, which the per-bucket searches of quota assembly (a purpose) run at: on the 10k bench corpus
+# (m 24, ef_construction 200) 40 finds 0.985 of each bucket's exact top k against 0.999 at 100 for 1.4 ms less SQL
+# (bench/RESULTS.md, bucket_scans).
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
-if not 1 <= HNSW_EF_SEARCH <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
-    raise ImproperlyConfigured(f"OVSITE_HNSW_EF_SEARCH must be between 1 and 1000 (pgvector's hnsw.ef_search), "
-                               f"not {HNSW_EF_SEARCH}")
+# The searches in score order (/find, list mode, context without quotas), per statement: on the side-by-side corpus
+# (10k resource sections) the quality questions found their gold section 23/29 times at 40, 25 at 100 and 28 at 200
+# (bench/RESULTS.md, vs_openviking); a million nodes want 100 to keep /find under 25 ms (README, "HNSW: recall
+# against speed").
+HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
+for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH)):
+    if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
+        raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.

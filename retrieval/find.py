@@ -6,6 +6,7 @@ from datetime import timezone as dt_timezone
 from functools import cache, lru_cache
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Q
@@ -230,14 +231,22 @@ def partition_statement(scope: Predicate, vectors: list, counts: list[tuple[str,
 
 
 def fetch_union(selects: list[Predicate], common: tuple[Predicate, ...] = (), prepare: bool = False,
-                limit: int | None = None) -> list[dict]:
+                limit: int | None = None, ef_search: int | None = None) -> list[dict]:
     """All selects in one statement (UNION ALL): one round trip, rows as dicts. `common` are the statement's
     named subqueries (`name AS (…)` of its WITH clause); with `limit`, only the nearest `limit` rows of them all
-    come back. With `prepare`, the statement is bound server-side and prepared once it repeats (see
+    come back. An `ef_search` other than the connection's applies to this statement alone. With `prepare` (and
+    the connection's ef_search), the statement is bound server-side and prepared once it repeats (see
     `prepared_cursor`)."""
     if not selects:
         return []
     sql, params = union_statement(selects, common, limit)
+    if ef_search is not None and ef_search != settings.HNSW_EF_SEARCH:
+        with connection.cursor() as cursor:
+            # One round trip, where BEGIN, SET LOCAL, the select and COMMIT were four: a multi-statement query
+            # runs as one implicit transaction, so SET LOCAL ends with the select (inside an atomic block, with it).
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}; {sql}", params)
+            cursor.nextset()
+            return _rows(cursor)
     if prepare:
         with prepared_cursor() as cursor:
             cursor.execute(sql, params)
@@ -307,7 +316,8 @@ def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None
     where = scope if scope is not None else scope_predicate(caller, spec)
     selects, common = partition_statement(where, [vector], [(name, spec.limit) for name in
                                                             search_partitions(caller, spec)], columns)
-    found = fetch_union(selects, common=common, prepare=True, limit=spec.limit)
+    found = fetch_union(selects, common=common, prepare=True, limit=spec.limit,
+                        ef_search=settings.HNSW_WIDE_EF_SEARCH)
     for row in found:
         del row["bucket"]
         row["score"] = round(min(1.0, max(0.0, 1.0 - row.pop("distance"))), 6)

@@ -42,7 +42,8 @@ def _generic_plan(statement: str) -> str:
     ("/api/v1/search/search", {"query": "billing deploy", "mode": "context", "score_threshold": 0},
      tuple(SEARCH_PARTITIONS)),
 ])
-def test_a_repeated_search_is_prepared_once_and_runs_its_generic_plan(api, path, body, partitions):
+def test_a_repeated_search_is_prepared_once_and_runs_its_generic_plan(api, settings, path, body, partitions):
+    settings.HNSW_WIDE_EF_SEARCH = settings.HNSW_EF_SEARCH  # a search with its own ef_search sets it and binds client-side
     for uri, text in MEMORIES.items():
         api.write(uri, text)
     answers = []
