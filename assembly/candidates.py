@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from assembly.planner import Candidate
-from retrieval.find import FindQuery, Predicate, fetch_union, partition_statement, peer_predicate
+from retrieval.find import FindQuery, Predicate, fetch_union, partition_statement, peer_predicate, score_order_statement
 from retrieval.models import BUCKET_CONDITIONS
 
 COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens")
@@ -58,11 +58,10 @@ def _score_order(items):
 
 def score_candidates(*, scope: Predicate, spec: FindQuery, vectors: list[list[float]], limit: int,
                      peers: PeerPolicy, partitions: tuple[str, ...]) -> Candidates:
-    """No purpose, no quotas: one cross-domain search per query (a scan per search partition, as /find), merged
-    by max score, best `limit` kept. `scope` is `spec`'s compiled scope (retrieval.find.scope_predicate),
-    `partitions` the search partitions it can reach (retrieval.find.search_partitions)."""
-    selects, common = partition_statement(peers.restrict(scope), vectors, [(name, limit) for name in partitions],
-                                          COLUMNS)
+    """No purpose, no quotas: one cross-domain search per query (the scans of /find), merged by max score, best
+    `limit` kept. `scope` is `spec`'s compiled scope (retrieval.find.scope_predicate), `partitions` what the
+    search walks (retrieval.find.score_order_scans)."""
+    selects, common = score_order_statement(peers.restrict(scope), vectors, limit, COLUMNS, partitions)
     # One query: its nearest `limit` of all partitions are the answer, so only they come back.
     rows = fetch_union(selects, common=common, prepare=True, limit=limit if len(vectors) == 1 else None,
                        ef_search=settings.HNSW_WIDE_EF_SEARCH)

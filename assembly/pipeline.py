@@ -17,7 +17,7 @@ from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
-from retrieval.find import scope_predicate, search_partitions
+from retrieval.find import score_order_scans, scope_predicate, search_partitions
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -119,14 +119,14 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         vectors = embed_queries(query_plan.queries)
     peers = providers.PeerPolicy(actor=params.actor_peer, scope=params.peer_scope,
                                  other_peer_penalty=params.other_peer_penalty)
-    partitions = search_partitions(caller, params.find)
     with timings.stage("candidates"):
         if params.quotas is not None:
-            found = providers.quota_candidates(scope=scope, spec=params.find, vectors=vectors,
-                                               quotas=params.quotas, peers=peers, partitions=partitions)
+            found = providers.quota_candidates(scope=scope, spec=params.find, vectors=vectors, quotas=params.quotas,
+                                               peers=peers, partitions=search_partitions(caller, params.find))
         else:
             found = providers.score_candidates(scope=scope, spec=params.find, vectors=vectors,
-                                               limit=params.find.limit, peers=peers, partitions=partitions)
+                                               limit=params.find.limit, peers=peers,
+                                               partitions=score_order_scans(caller, params.find))
     with timings.stage("dedup"):
         turns = params.dedup_turns if session is not None else 0
         cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}

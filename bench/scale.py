@@ -48,7 +48,7 @@ NOISE = 0.15  # expected norm of the Gaussian noise added to a derived vector (t
 POOL = 2048  # base vectors one block of derived vectors picks its partners from
 TIE_BAND = 0.01  # cosine distance; as bench/hnsw_sweep.py's tolerant recall
 ENV_SETTINGS = ("OVSITE_HNSW_WIDE_EF_SEARCH", "OVSITE_HNSW_EF_SEARCH", "OVSITE_HNSW_MAX_SCAN_TUPLES",
-                "OVSITE_PG_SHARED_BUFFERS")
+                "OVSITE_PARTITIONED_SEARCH_FROM", "OVSITE_PG_SHARED_BUFFERS")
 KEPT_INDEXES = ("retrieval_context_pkey", "context_account_uri_unique")
 CACHE = common.ROOT / "bench" / ".data"
 
@@ -304,7 +304,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     indexes = _secondary_indexes(conn)
     hnsw = {name: hnsw_sql(sql, args.m, args.ef_construction) for name, sql in vector_index_sql().items()}
-    out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # one partition's; the others differ in their WHERE alone
+    out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # the whole table's; the partitions' differ by their WHERE alone
     for name in indexes:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
     oids = dict(conn.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
@@ -430,8 +430,9 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
              + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built"
                 if loaded else "") + " (per latency run: the table's last column).  ",
-             f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; every search walks one HNSW "
-             "index per search partition and merges; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
+             f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; searches in score order walk one "
+             "HNSW index per search partition and merge from `OVSITE_PARTITIONED_SEARCH_FROM` nodes on, the "
+             "whole table's below it; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
              "(/find and /search context without a purpose, both measured here).  ",
              f"Settings: per session " + ", ".join(f"`{k}={v}`" for k, v in used["session"].items())
              + f"; shared_buffers {used['shared_buffers']}, max_parallel_maintenance_workers "
@@ -450,8 +451,8 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
                   f"= {loaded['size'] / loaded['load_s']:,.0f} nodes/s: waiting for vectors "
                   f"{loaded['vectors_s']:.0f} s, writing rows {loaded['copy_s']:.0f} s; "
                   f"indexes after the load {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
-                  f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the other search "
-                  f"partitions' indexes with the same m and ef_construction); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
+                  f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the search "
+                  f"partitions' indexes the same with their WHERE); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
                   f"{loaded['build_s']:.0f} s ({loaded['build_s'] / 60:.1f} min). Table with indexes "
                   f"{loaded['table_mb']:,.0f} MB (heap {loaded['heap_mb']:,.0f} MB). Loader peak RSS "
                   f"{loaded['loader_peak_rss_mb']:,.0f} MB.", "",

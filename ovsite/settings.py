@@ -86,16 +86,17 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL, or the embedded PostgreSQL in OVSITE_PG_DATA (started by `manage.py pg start`).
-# Vector searches walk one HNSW graph per search partition (retrieval.find) and merge. Every connection's
-# ef_search, which the per-bucket searches of quota assembly (a purpose) run at: on the 10k bench corpus
-# (m 24, ef_construction 200) 40 finds 0.985 of each bucket's exact top k against 0.999 at 100 for 1.4 ms less SQL
-# (bench/RESULTS.md, bucket_scans).
+# Every connection's ef_search, which the per-bucket searches of quota assembly (a purpose) run at: on the 10k bench
+# corpus (m 24, ef_construction 200) 40 finds 0.985 of each bucket's exact top k against 0.999 at 100 for 1.4 ms
+# less SQL (bench/RESULTS.md, bucket_scans).
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
-# The searches in score order (/find, list mode, context without quotas), per statement: on the side-by-side corpus
-# (10k resource sections) the quality questions found their gold section 23/29 times at 40, 25 at 100 and 28 at 200
-# (bench/RESULTS.md, vs_openviking); a million nodes want 100 to keep /find under 25 ms (README, "HNSW: recall
-# against speed").
+# The searches in score order (/find, list mode, context without quotas), per statement. Below
+# PARTITIONED_SEARCH_FROM nodes they walk the whole-table graph, at or above it one graph per search partition
+# (retrieval.find.score_order_scans): at 10k one scan of the whole graph at ef_search 400 found the exact top 10
+# in 2.8 ms of SQL, the partitions' scans at 200 took 7.4; at 100k the whole graph found 0.92 at 400 and the
+# partitions 0.97 at 40, at 1M 0.74 against 0.95 at 100 (bench/RESULTS.md, scale, find_latency).
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
+PARTITIONED_SEARCH_FROM = env.int("OVSITE_PARTITIONED_SEARCH_FROM", default=50000)
 for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH)):
     if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
         raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")

@@ -1,5 +1,6 @@
 """/find, the retrieval primitive: one query embedding, one SQL query with every filter pushed down, no LLM."""
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
@@ -220,6 +221,40 @@ def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...]
 
 
 
+def score_order_scans(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
+    """What a search in score order walks: the search partitions it can reach, or () for the whole-table graph.
+    Below OVSITE_PARTITIONED_SEARCH_FROM nodes one graph finds the exact top k in one scan; in a large store it
+    misses most of it, and one graph per partition is what finds it (README, "HNSW: recall against speed")."""
+    if _store_size() < settings.PARTITIONED_SEARCH_FROM:
+        return ()
+    return search_partitions(caller, spec)
+
+
+_store_size_read = [0.0, 0]  # (when, rows): read again after a minute
+
+
+def _store_size() -> int:
+    """PostgreSQL's estimate of the table's rows (kept by ANALYZE, autovacuum and index builds): no count per
+    request. Never analyzed (-1) counts as empty."""
+    now = time.monotonic()
+    if now - _store_size_read[0] > 60:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Context._meta.db_table])
+            _store_size_read[:] = [now, max(0, int(cursor.fetchone()[0]))]
+    return _store_size_read[1]
+
+
+def score_order_statement(scope: Predicate, vectors: list, limit: int, columns: tuple[str, ...],
+                          partitions: tuple[str, ...]) -> tuple[list[Predicate], tuple[Predicate, ...]]:
+    """The k-nearest scans of a search in score order (`score_order_scans`): one per partition and query vector,
+    or one of the whole table per query vector when `partitions` is empty."""
+    if partitions:
+        return partition_statement(scope, vectors, [(name, limit) for name in partitions], columns)
+    shared = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
+    return ([nearest_select(scope, read, columns, limit, "all") for _, read in shared],
+            tuple(holder for holder, _ in shared))
+
+
 def partition_statement(scope: Predicate, vectors: list, counts: list[tuple[str, int]],
                         columns: tuple[str, ...]) -> tuple[list[Predicate], tuple[Predicate, ...]]:
     """The selects and named subqueries of one statement with a k-nearest scan per (partition, count) and query
@@ -310,12 +345,11 @@ def above_threshold(rows: list[dict], threshold: float | None) -> list[dict]:
 
 
 def ranked_hits(caller: Caller, spec: FindQuery, vector, scope: Predicate | None = None) -> list[dict]:
-    """One SQL statement: the nearest neighbours by cosine distance within the filters, over every search
-    partition that can hold them, best first."""
+    """One SQL statement: the nearest neighbours by cosine distance within the filters (`score_order_scans`),
+    best first."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
-    selects, common = partition_statement(where, [vector], [(name, spec.limit) for name in
-                                                            search_partitions(caller, spec)], columns)
+    selects, common = score_order_statement(where, [vector], spec.limit, columns, score_order_scans(caller, spec))
     found = fetch_union(selects, common=common, prepare=True, limit=spec.limit,
                         ef_search=settings.HNSW_WIDE_EF_SEARCH)
     for row in found:

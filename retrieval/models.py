@@ -22,10 +22,10 @@ BUCKET_CONDITIONS = {
     "resources": models.Q(context_type="resource"),
     "skills": models.Q(context_type="skill"),
 }
-# Every vector search walks one small graph per partition and merges (retrieval.find): one graph of the whole
-# store mixes languages and kinds of text, and a question far from all of them is led into one region and misses
-# the rest (bench/RESULTS.md, scale). The URI rules put each embedded node in a quota bucket; "other" holds any
-# node they do not place, so no search can miss it.
+# In a large store a vector search walks one small graph per partition and merges (retrieval.find): one graph of
+# the whole store mixes languages and kinds of text, and a question far from all of them is led into one region
+# and misses the rest (bench/RESULTS.md, scale). The URI rules put each embedded node in a quota bucket; "other"
+# holds any node they do not place, so no search can miss it.
 SEARCH_PARTITIONS = {**BUCKET_CONDITIONS, "other": ~reduce(operator.or_, BUCKET_CONDITIONS.values())}
 
 
@@ -75,8 +75,11 @@ class Context(models.Model):
             # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
             models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
                          name="context_account_uri_prefix"),
-            # One partial HNSW index per search partition (retrieval.find.partition_predicate), and none of the
-            # whole table: no search walks one.
+            # The whole table's graph, which searches in score order walk in a small store, and one partial index
+            # per search partition (retrieval.find.partition_predicate), which purposes walk always and searches
+            # in score order in a large store (retrieval.find.score_order_scans).
+            HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=HNSW_M,
+                      ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"]),
             *[HnswIndex(name=f"context_hnsw_{name}", fields=["embedding"], m=HNSW_M,
                         ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"], condition=condition)
               for name, condition in SEARCH_PARTITIONS.items()],

@@ -19,8 +19,7 @@ def migrated_hnsw(transactional_db):
 
 def test_vector_index_sql_names_every_hnsw_index_the_migrations_create(migrated_hnsw):
     assert set(vector_index_sql()) == set(migrated_hnsw)
-    assert len(migrated_hnsw) == 7  # one per search partition: the six quota buckets and "other"
-    assert "context_embedding_hnsw" not in migrated_hnsw  # no search walks a whole-table graph
+    assert len(migrated_hnsw) == 8  # the whole table's and one per search partition (six buckets and "other")
 
 
 def test_dropped_vector_indexes_build_again_exactly_as_migrated(api, migrated_hnsw):

@@ -1,12 +1,15 @@
-"""Vector searches walk one partial HNSW index per search partition and merge (retrieval.find): every searchable
-node is in exactly one partition, target URIs rule partitions out without losing a hit, and the merged hits are
-the nearest of them all, best first."""
+"""In a large store, searches in score order walk one partial HNSW index per search partition and merge
+(retrieval.find.score_order_scans): every searchable node is in exactly one partition, target URIs rule partitions
+out without losing a hit, and the merged hits are the nearest of them all, best first. A small store's walk the
+whole table's graph."""
 import numpy as np
 import pytest
 from django.db import connection
 
 from ovsite.auth import Caller
 from retrieval.embedders import embed_query
+from django.test.utils import CaptureQueriesContext
+
 from retrieval.find import FindQuery, _target_partitions, partition_predicate, search_partitions
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.uris import parse_uri
@@ -27,6 +30,12 @@ CORPUS = {
 }
 QUERY = "billing service deploy"
 CALLER = Caller(0, "default", "default", "admin")
+
+
+@pytest.fixture(autouse=True)
+def large_store(settings):
+    """Whatever the table's size, searches in score order walk the partitions."""
+    settings.PARTITIONED_SEARCH_FROM = 0
 
 
 @pytest.fixture
@@ -100,3 +109,20 @@ def test_the_merged_hits_are_the_nearest_of_all_partitions_best_first(api, corpu
                   key=lambda hit: -hit["score"])
     assert [hit["uri"] for hit in hits] == [uri for uri, _ in exact[:4]]
     assert len({Context.objects.get(uri=hit["uri"]).context_type for hit in hits}) > 1  # drawn from several
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/search/find", {"query": QUERY}),
+    ("/api/v1/search/search", {"query": QUERY, "mode": "list"}),
+    ("/api/v1/search/search", {"query": QUERY, "mode": "context", "score_threshold": 0}),
+])
+@pytest.mark.parametrize("partitioned_from, scans", [(0, len(SEARCH_PARTITIONS)), (10**9, 1)])
+def test_a_store_below_the_threshold_walks_the_whole_table_graph(api, corpus, settings, path, body,
+                                                                 partitioned_from, scans):
+    settings.PARTITIONED_SEARCH_FROM = partitioned_from
+    with CaptureQueriesContext(connection) as queries:
+        status, answer = api.post(path, body)
+    assert status == 200, answer
+    [statement] = [q["sql"] for q in queries.captured_queries if "<=>" in q["sql"]]
+    assert statement.count('ORDER BY distance LIMIT') == scans
+    assert "viking://user/default/memories/events/deploy.md" in str(answer["result"])

@@ -1,9 +1,9 @@
-"""Vector searches walk one partial HNSW index per search partition and merge (retrieval.find): the whole-table
-index goes, and "other" gets its own for any node the quota buckets do not place.
+"""A partial HNSW index for "other", the nodes no quota bucket places (none under the URI rules today): with it
+the search partitions cover every node, and a large store's searches in score order walk them and merge
+(retrieval.find.score_order_scans). It holds only such nodes, so it builds at once.
 
-At 100k real embeddings the whole-table graph found 0.92 of the exact top 10 at ef_search 400, the six bucket
-graphs together 0.99 at 40 in the same time (bench/RESULTS.md, scale). Dropping an index is instant; the new one
-holds only the nodes outside every bucket, which the URI rules do not write, so it builds at once.
+At 1M real embeddings the whole-table graph found 0.74 of the exact top 10 at ef_search 400, the partitions 0.95
+at 100 (bench/RESULTS.md, scale).
 """
 import pgvector.django.indexes
 from django.db import migrations, models
@@ -26,7 +26,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RemoveIndex(model_name="context", name="context_embedding_hnsw"),
         migrations.AddIndex(
             model_name="context",
             index=pgvector.django.indexes.HnswIndex(
