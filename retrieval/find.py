@@ -194,10 +194,6 @@ def peer_predicate(peers: tuple[str, ...]) -> Predicate:
 HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
 
 
-def vector_literal(vector) -> Predicate:
-    return Predicate("%s::vector", (vector_text(vector),))
-
-
 def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
     """(a named subquery holding the vector, the expression that reads it). A statement with several scans of one
     query vector then carries its ~7 KB of text once instead of once per scan; the HNSW scans take the read as a
