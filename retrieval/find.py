@@ -246,9 +246,8 @@ def score_order_statement(scope: Predicate, vectors: list, limit: int, columns: 
     or one of the whole table per query vector when `partitions` is empty."""
     if partitions:
         return partition_statement(scope, vectors, [(name, limit) for name in partitions], columns)
-    shared = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
-    return ([nearest_select(scope, read, columns, limit, "all") for _, read in shared],
-            tuple(holder for holder, _ in shared))
+    holders, reads = _shared_vectors(vectors)
+    return [nearest_select(scope, read, columns, limit, "all") for read in reads], holders
 
 
 def partition_statement(scope: Predicate, vectors: list, counts: list[tuple[str, int]],
@@ -256,9 +255,15 @@ def partition_statement(scope: Predicate, vectors: list, counts: list[tuple[str,
     """The selects and named subqueries of one statement with a k-nearest scan per (partition, count) and query
     vector, each vector carried once; a row's `bucket` is its partition. The buckets are gated; "other" is not:
     its index holds only the few nodes outside every bucket, and no B-tree answers its condition at once."""
-    shared = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
+    holders, reads = _shared_vectors(vectors)
     return ([nearest_select(scope & partition_predicate(name), read, columns, count, name, gate=name != "other")
-             for name, count in counts for _, read in shared], tuple(holder for holder, _ in shared))
+             for name, count in counts for read in reads], holders)
+
+
+def _shared_vectors(vectors: list) -> tuple[tuple[Predicate, ...], list[Predicate]]:
+    """(the named subqueries holding each query vector, the expressions that read them): see `shared_vector`."""
+    pairs = [shared_vector(f"query_{index}", vector) for index, vector in enumerate(vectors)]
+    return tuple(holder for holder, _ in pairs), [read for _, read in pairs]
 
 
 def fetch_union(selects: list[Predicate], common: tuple[Predicate, ...] = (), prepare: bool = False,
