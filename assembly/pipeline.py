@@ -17,7 +17,9 @@ from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from ovsite.api import Timings
 from ovsite.auth import Caller
-from retrieval.find import score_order_scans, scope_predicate, search_partitions
+from retrieval.search.query import scope_predicate, search_partitions
+from retrieval.search.ranking import ranking_for
+from retrieval.search.statements import SearchQuery
 from retrieval.tokens import estimate_tokens
 from sessions_app import ledger
 from sessions_app.selectors import find_session
@@ -45,7 +47,7 @@ def _caps(params: ContextParams, settings_row) -> Caps:
 
 def _fit(entries: list[dict], max_tokens: int, family: str) -> tuple[list[dict], str, int]:
     """The budget invariant on the final text: if escaping or a changed tokenizer family pushed the estimate over,
-    degrade the lowest-scored entries (deeper tier → abstract → uri → gone) until it fits."""
+    degrade the last-ranked entries (deeper tier → abstract → uri → gone) until it fits."""
     entries = list(entries)
     while True:
         rendered = render_blocks([e["block"] for e in entries])
@@ -53,9 +55,6 @@ def _fit(entries: list[dict], max_tokens: int, family: str) -> tuple[list[dict],
         if used <= max_tokens or not entries:
             return entries, rendered, used
         victim = entries[-1]
-        for index in range(len(entries) - 1, -1, -1):
-            if entries[index]["score"] < victim["score"]:
-                victim = entries[index]
         tier = DEGRADE.get(victim["detail"])
         if tier is None:
             entries.remove(victim)
@@ -116,17 +115,19 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         query_plan = plan_queries(query=params.find.query, mode=params.query_expansion, context=context,
                                   settings_row=settings_row, account_id=caller.account_id)
     with timings.stage("embed"):
-        vectors = embed_queries(query_plan.queries)
+        queries = [SearchQuery(text, vector)
+                   for text, vector in zip(query_plan.queries, embed_queries(query_plan.queries))]
     peers = providers.PeerPolicy(actor=params.actor_peer, scope=params.peer_scope,
                                  other_peer_penalty=params.other_peer_penalty)
+    ranking = ranking_for(params.find, settings_row, relevance_floor=params.relevance_floor)
     with timings.stage("candidates"):
         if params.quotas is not None:
-            found = providers.quota_candidates(scope=scope, spec=params.find, vectors=vectors, quotas=params.quotas,
-                                               peers=peers, partitions=search_partitions(caller, params.find))
+            found = providers.quota_candidates(scope=scope, spec=params.find, queries=queries, quotas=params.pool,
+                                               peers=peers, partitions=search_partitions(caller, params.find),
+                                               ranking=ranking)
         else:
-            found = providers.score_candidates(scope=scope, spec=params.find, vectors=vectors,
-                                               limit=params.find.limit, peers=peers,
-                                               partitions=score_order_scans(caller, params.find))
+            found = providers.score_candidates(caller=caller, scope=scope, spec=params.find, queries=queries,
+                                               limit=params.find.limit, peers=peers, ranking=ranking)
     with timings.stage("dedup"):
         turns = params.dedup_turns if session is not None else 0
         cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}
@@ -152,8 +153,13 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
                    deduped=filtered.cooled, kept=len(filtered.kept), used=used, max_tokens=params.max_tokens,
                    family=caps.family)
     stats.update({
+        "search_mode": ranking.mode,
+        "threshold": {"score_threshold": params.find.score_threshold, "source": params.threshold_source,
+                      "below": found.below_threshold, "relevance_floor": params.relevance_floor,
+                      "strong": found.strong},
         "purpose": params.purpose,
         "quotas": params.quotas,
+        "pool": params.pool,
         "query_expansion": query_plan.query_expansion,
         "planned_queries": list(query_plan.queries),
         "rewrite": digest.status,
@@ -224,7 +230,7 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
                                           actor_peer=params.actor_peer)
             taken.update(c.uri for c in slot.candidates)
             filtered = drop_served(slot.candidates, exclude=exclude, cooled={})
-            plan = plan_tiers(filtered.kept, _slot_caps(slot, budget, settings_row), ranked=False)
+            plan = plan_tiers(filtered.kept, _slot_caps(slot, budget, settings_row))
             carry = budget - plan.used_tokens
             planned.extend(reversed(plan.entries) if slot.chronological else plan.entries)
             candidates += len(slot.candidates)

@@ -112,12 +112,11 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
     return 0
 
 
-def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) -> Plan:
-    """RFC §3.4: round 0 everyone at abstract (or pinned tier), in score order — what does not fit becomes a
-    `uri` line, then is dropped; round 1 directories up to overview; round 2 files up to full, capped per entry.
-    `ranked=False` keeps the given order instead (a bootstrap slot's own order: newest first)."""
+def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
+    """RFC §3.4: round 0 everyone at abstract (or pinned tier), in the given order (a search's rank, best first,
+    or a bootstrap slot's own order) — what does not fit becomes a `uri` line, then is dropped; round 1
+    directories up to overview; round 2 files up to full, capped per entry."""
     family = caps.family
-    order = sorted(candidates, key=lambda c: (-c.score, c.uri)) if ranked else list(candidates)
     budget = _Budget(caps)
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []
@@ -139,7 +138,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
         chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
         return True
 
-    for candidate in order:
+    for candidate in candidates:
         tier = _pinned(candidate, caps) or "abstract"
         if not take(candidate, tier, _body_tokens(candidate, tier, family)) and not take(candidate, "uri", 0):
             dropped.append(candidate)
@@ -151,7 +150,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
             budget.spend(candidate, cost - current.cost)
             chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
 
-    auto = [c for c in order if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
+    auto = [c for c in candidates if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
     for candidate in auto:
         if candidate.kind == "dir" and _ceiling(candidate, caps) == "overview" and candidate.overview_tokens:
             upgrade(candidate, "overview", min(candidate.overview_tokens, caps.per_entry_cap))
@@ -168,5 +167,5 @@ def plan_tiers(candidates: list[Candidate], caps: Caps, *, ranked: bool = True) 
         if body == candidate.content_tokens or (body > current.body_tokens and body >= MIN_HEAD_TOKENS):
             upgrade(candidate, "full", body)
 
-    entries = [chosen[c.uri] for c in order if c.uri in chosen]
+    entries = [chosen[c.uri] for c in candidates if c.uri in chosen]
     return Plan(entries=entries, dropped=dropped, used_tokens=budget.used)

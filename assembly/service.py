@@ -10,7 +10,9 @@ from ovsite.auth import Caller
 from ovsite.errors import InvalidArgument
 from profiles.selectors import current_settings, purpose_profile
 from profiles.services import record_recall_event
-from retrieval.find import FindQuery, find, group_hits, ranked_hits, scope_predicate
+from retrieval.search.find import find, group_hits, ranked_hits
+from retrieval.search.query import FindQuery, scope_predicate
+from retrieval.search.statements import SearchQuery
 from sessions_app.selectors import find_session
 
 V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
@@ -18,7 +20,7 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
            actor_peer: str = "", endpoint: str = "search", settings_row=None,
-           after_response: list | None = None) -> tuple[dict, Timings]:
+           after_response: list | None = None, preset: frozenset[str] = frozenset()) -> tuple[dict, Timings]:
     """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records.
     Given `after_response`, the recording is appended to it as a job for once the response is sent; otherwise
     (MCP) it is recorded here."""
@@ -36,7 +38,7 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
         if profile is None:
             raise InvalidArgument(f"purpose {data['purpose']!r} is not an enabled purpose profile", loc=["purpose"])
     params = resolve_context_params(data, find=find_query, given=given, settings_row=settings_row, profile=profile,
-                                    deprecated=deprecated, actor_peer=actor_peer)
+                                    deprecated=deprecated, actor_peer=actor_peer, preset=preset)
     result, timings = assemble_context(caller=caller, params=params, settings_row=settings_row)
     if settings_row.record_recall_events:
         record = partial(record_recall_event, endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
@@ -47,16 +49,6 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
         else:
             after_response.append(record)
     return result, timings
-
-
-def _merged_hits(hit_lists: list[list[dict]], limit: int) -> list[dict]:
-    """Several queries' /find hits as one list: each URI once, at its best score, best `limit` kept."""
-    best: dict[str, dict] = {}
-    for hits in hit_lists:
-        for hit in hits:
-            if hit["uri"] not in best or hit["score"] > best[hit["uri"]]["score"]:
-                best[hit["uri"]] = hit
-    return sorted(best.values(), key=lambda hit: (-hit["score"], hit["uri"]))[:limit]
 
 
 def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expansion: str) -> tuple[dict, Timings]:
@@ -75,17 +67,17 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
         if len(plan.queries) == 1:
             result = find(caller=caller, spec=spec)
         else:
-            vectors = embed_queries(plan.queries)
-            hit_lists = [ranked_hits(caller, spec, vector, scope) for vector in vectors]
-            result = group_hits(_merged_hits(hit_lists, spec.limit))
+            queries = [SearchQuery(text, vector) for text, vector in zip(plan.queries, embed_queries(plan.queries))]
+            result = group_hits(ranked_hits(caller, spec, queries, scope))
     result["query_plan"] = plan.as_dict()
     return result, timings
 
 
-def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...]]:
-    """/recall's whole difference from context mode: its four defaults and the v1 aliases (RFC §3.1)."""
+def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...], frozenset[str]]:
+    """/recall's whole difference from context mode: its four defaults and the v1 aliases (RFC §3.1). Returns the
+    body, the aliases used, and the fields the preset filled in (a preset threshold brings the relevance floor)."""
     if not isinstance(raw, dict):
-        return raw, ()  # the request validation answers 422 for a non-object body
+        return raw, (), frozenset()  # the request validation answers 422 for a non-object body
     body = dict(raw)
     deprecated = []
     if "max_chars" in body:
@@ -108,10 +100,10 @@ def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...]]:
         # v1 quotas named memory buckets only: recall stayed in the memory domain.
         deprecated.append("quotas(v1)")
         body["quotas"] = {"resources": 0, "skills": 0, **quotas}
-    body.setdefault("mode", "context")
-    body.setdefault("purpose", settings_row.recall_purpose)
-    body.setdefault("score_threshold", settings_row.recall_score_threshold)
+    defaults = {"mode": "context", "purpose": settings_row.recall_purpose,
+                "score_threshold": settings_row.recall_score_threshold}
     if body.get("session_id"):
-        body.setdefault("dedup_turns", settings_row.recall_dedup_turns)
-    return body, tuple(deprecated)
+        defaults["dedup_turns"] = settings_row.recall_dedup_turns
+    preset = frozenset(name for name in defaults if name not in body)
+    return {**defaults, **body}, tuple(deprecated), preset
 

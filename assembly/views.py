@@ -124,21 +124,22 @@ SEARCH_RESULT = {"oneOf": [LIST_RESULT, CONTEXT_RESULT]}
 
 
 def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
-               settings_row=None, after_response: list | None = None):
+               settings_row=None, after_response: list | None = None, preset: frozenset[str] = frozenset()):
     """A /search request body → (result, timings); the REST views and the MCP tools both come through here. The
-    REST views pass `after_response` (see service.search)."""
+    REST views pass `after_response` (see service.search); /recall the fields its `preset` filled in."""
     data = parse(SearchRequest, body)
     return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
                           deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint,
-                          settings_row=settings_row, after_response=after_response)
+                          settings_row=settings_row, after_response=after_response, preset=preset)
 
 
 def run_recall(*, caller, body, actor_peer: str = "", after_response: list | None = None, settings_row=None):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
     settings_row = settings_row or current_settings()  # one read serves the preset's defaults and the search
-    body, deprecated = service.recall_request(body, settings_row)
+    body, deprecated, preset = service.recall_request(body, settings_row)
     result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
-                                 endpoint="recall", settings_row=settings_row, after_response=after_response)
+                                 endpoint="recall", settings_row=settings_row, after_response=after_response,
+                                 preset=preset)
     return result, timings, deprecated
 
 

@@ -5,7 +5,7 @@
 
 On the corpus and database of bench/assembly_latency.py, in-process (no HTTP): for each query, the coding purpose's
 bucket selects as ovsite runs them (one UNION ALL statement, assembly/candidates.py) at several `hnsw.ef_search`
-values, the /find statement (one scan per search partition, retrieval/find.py), and exact search (index scans off) as the reference for recall.
+values, the /find statement (one scan per search partition, retrieval/search/statements.py), and exact search (index scans off) as the reference for recall.
 Rewrites its section of bench/RESULTS.md.
 """
 import argparse
@@ -48,8 +48,8 @@ def run(args) -> dict:
     from ovsite.models import Account
     from profiles.selectors import purpose_profile
     from retrieval.embedders import embed_queries
-    from retrieval.find import (FindQuery, HIT_COLUMNS, partition_statement, scope_predicate, score_order_statement,
-                                union_statement)
+    from retrieval.search.query import FindQuery, scope_predicate
+    from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement, statement_sql
     from retrieval.models import SEARCH_PARTITIONS
 
     assembly_latency.reuse_or_load(
@@ -61,14 +61,16 @@ def run(args) -> dict:
     vectors = list(embed_queries(corpus.QUERIES))
 
     def union(vector) -> tuple[str, list]:
-        return union_statement(*partition_statement(scope, [vector], active, COLUMNS))
+        return statement_sql(search_statement(scope, [SearchQuery("", vector)], COLUMNS, active, []))
+
+    bucket = len(COLUMNS) + 1  # a row's columns, its distance, then its bucket
 
     exact, timings, recall = {}, {}, {}
     with connection.cursor() as cursor:
         for i, vector in enumerate(vectors):
             sql, params = union(vector)
             _, rows = _timed(cursor, sql, params, "SET LOCAL enable_indexscan = off")
-            exact[i] = {(row[-1], row[0]) for row in rows}
+            exact[i] = {(row[bucket], row[0]) for row in rows}
         for ef in EF_VALUES:
             samples, found, expected = [], 0, 0
             for rep in range(2):  # the first pass warms the buffers and the plan cache
@@ -77,7 +79,7 @@ def run(args) -> dict:
                     ms, rows = _timed(cursor, sql, params, f"SET LOCAL hnsw.ef_search = {ef}")
                     if rep:
                         samples.append(ms)
-                        found += len({(row[-1], row[0]) for row in rows} & exact[i])
+                        found += len({(row[bucket], row[0]) for row in rows} & exact[i])
                         expected += len(exact[i])
             timings[ef], recall[ef] = statistics.median(samples), found / expected
         find = {}
@@ -85,8 +87,9 @@ def run(args) -> dict:
             find_samples = []
             for rep in range(2):
                 for vector in vectors:
-                    sql, params = union_statement(*score_order_statement(scope, [vector], 10, HIT_COLUMNS, partitions),
-                                                  limit=10)
+                    scans = [(name, 10) for name in partitions or (EVERYTHING,)]
+                    sql, params = statement_sql(search_statement(scope, [SearchQuery("", vector)], HIT_COLUMNS,
+                                                                 scans, []), limit=10)
                     ms, _ = _timed(cursor, sql, params, f"SET LOCAL hnsw.ef_search = {settings.HNSW_WIDE_EF_SEARCH}")
                     if rep:
                         find_samples.append(ms)

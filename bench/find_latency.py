@@ -384,7 +384,7 @@ COPY_COLUMNS = ("account_id", "uri", "parent_uri", "kind", "context_type", "cate
 
 def partition_rows(conn) -> dict[str, int]:
     """Rows per search partition (retrieval.models.SEARCH_PARTITIONS), by one scan of the table."""
-    from retrieval.find import partition_predicate
+    from retrieval.search.query import partition_predicate
     from retrieval.models import SEARCH_PARTITIONS
 
     counts = ", ".join(f"count(*) FILTER (WHERE {partition_predicate(name).sql})" for name in SEARCH_PARTITIONS)
@@ -638,7 +638,9 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
 
     from ovsite.auth import _caller_for_names
     from retrieval.embedders import embed_query
-    from retrieval.find import FindQuery, ranked_hits, scoped_rows
+    from retrieval.search.find import ranked_hits
+    from retrieval.search.query import FindQuery, scoped_rows
+    from retrieval.search.statements import SearchQuery
     from pgvector.django import CosineDistance
 
     caller = _caller_for_names("default", USER, "admin")
@@ -665,9 +667,9 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
         "embed_cpu_ms": median(cpu_values),
         "embed_ms": median(timed(embed_query)),
         "auth_ms": median(timed(lambda q: _caller_for_names("default", USER, "admin"))),
-        "sql_ms": median(timed(lambda q: ranked_hits(caller, spec(q), vectors[q]))),
+        "sql_ms": median(timed(lambda q: ranked_hits(caller, spec(q), SearchQuery(q, vectors[q])))),
         "sql_filtered_ms": median(timed(lambda q: ranked_hits(
-            caller, spec(q, context_types=["memory"], since=since), vectors[q]))),
+            caller, spec(q, context_types=["memory"], since=since), SearchQuery(q, vectors[q])))),
     }
     client = Client()
     out["django_ms"] = median(timed(lambda q: client.post("/api/v1/search/find", {"query": q, "limit": 10},

@@ -126,7 +126,7 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
     import numpy as np
 
     from retrieval.embedders import embed_query
-    from retrieval.find import vector_text
+    from retrieval.search.statements import vector_text
 
     queries = np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
     texts = [vector_text(q) for q in queries]

@@ -49,7 +49,7 @@ from ovsite.errors import InvalidArgument, ResourceExhausted
 from ovsite.metrics import record_request
 from ovsite.throttling import admit_key
 from retrieval import selectors
-from retrieval.find import find as find_hits
+from retrieval.search.find import find as find_hits
 from retrieval.views import FindRequest, LsParams, find_query_from, find_view
 from sessions_app import commit, services
 from sessions_app.views import BatchMessagesRequest, CommitRequest, SessionPath

@@ -48,12 +48,14 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
 
     list_display = ("__str__", "default_max_tokens", "context_score_threshold", "recall_score_threshold",
                     "tokenizer_family", "token_counts_version", "updated_at")
-    readonly_fields = ("token_counts_version", "updated_at")
+    readonly_fields = ("token_counts_version", "relevance_calibrated_at", "updated_at")
     actions = ["reset_to_rfc_defaults"]
     fieldsets = [
         ("Scores and budget", {"fields": ["context_score_threshold", "recall_score_threshold", "default_max_tokens",
                                           "tokenizer_family"]}),
-        ("/recall", {"fields": ["recall_purpose", "recall_dedup_turns"]}),
+        ("Search", {"fields": ["search_mode", "hybrid_lexical_weight", "lexical_rescue_coverage"]}),
+        ("/recall", {"fields": ["recall_purpose", "recall_dedup_turns", "recall_relevance_floor",
+                                "relevance_floor_model", "relevance_calibrated_at"]}),
         ("Detail caps", {"fields": ["memory_detail_cap", "resource_detail_cap", "skill_detail_cap",
                                     "directory_detail_cap", "per_entry_cap_tokens"]}),
         ("LLM steps", {"fields": ["recall_intent_timeout_s", "max_expansion_queries", "recall_rewrite_timeout_s",

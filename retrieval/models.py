@@ -3,7 +3,10 @@ from functools import reduce
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models.functions import Left
 from pgvector.django import HnswIndex, VectorField
 
 from ovsite.models import Account
@@ -22,11 +25,24 @@ BUCKET_CONDITIONS = {
     "resources": models.Q(context_type="resource"),
     "skills": models.Q(context_type="skill"),
 }
-# In a large store a vector search walks one small graph per partition and merges (retrieval.find): one graph of
+# In a large store a vector search walks one small graph per partition and merges (retrieval.search): one graph of
 # the whole store mixes languages and kinds of text, and a question far from all of them is led into one region
 # and misses the rest (bench/RESULTS.md, scale). The URI rules put each embedded node in a quota bucket; "other"
 # holds any node they do not place, so no search can miss it.
 SEARCH_PARTITIONS = {**BUCKET_CONDITIONS, "other": ~reduce(operator.or_, BUCKET_CONDITIONS.values())}
+
+# The lexical index (docs/retrieval.md, "Hybrid retrieval"): English stemming and stop words; ovsite_lexical
+# (migration 0008) cuts runs of Chinese, Japanese and Korean, which PostgreSQL's parser leaves whole, into
+# overlapping character pairs, and a query is cut the same way. A node's content counts up to its first
+# LEXICAL_CONTENT_CHARS characters (a tsvector holds at most 1 MB); a parsed document's sections are nodes of
+# their own, each indexed whole.
+LEXICAL_CONFIG = "english"
+LEXICAL_CONTENT_CHARS = 100_000
+
+
+def _lexical(text, weight: str) -> SearchVector:
+    return SearchVector(models.Func(text, function="ovsite_lexical", output_field=models.TextField()),
+                        config=LEXICAL_CONFIG, weight=weight)
 
 
 class Context(models.Model):
@@ -61,6 +77,12 @@ class Context(models.Model):
     state = models.CharField(max_length=8, choices=STATE_CHOICES, default="pending")
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Computed by PostgreSQL from the three levels on every write (write path, bulk load, reembed alike), so it
+    # can never lag them; abstracts weigh most, then overviews, then content.
+    lexemes = models.GeneratedField(
+        expression=_lexical("abstract", "A") + _lexical("overview", "B")
+        + _lexical(Left("content", LEXICAL_CONTENT_CHARS), "C"),
+        output_field=SearchVectorField(), db_persist=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["account", "uri"], name="context_account_uri_unique")]
@@ -76,13 +98,14 @@ class Context(models.Model):
             models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
                          name="context_account_uri_prefix"),
             # The whole table's graph, which searches in score order walk in a small store, and one partial index
-            # per search partition (retrieval.find.partition_predicate), which purposes walk always and searches
-            # in score order in a large store (retrieval.find.score_order_scans).
+            # per search partition (retrieval.search.query.partition_predicate), which purposes walk always and searches
+            # in score order in a large store (retrieval.search.query.score_order_scans).
             HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=HNSW_M,
                       ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"]),
             *[HnswIndex(name=f"context_hnsw_{name}", fields=["embedding"], m=HNSW_M,
                         ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"], condition=condition)
               for name, condition in SEARCH_PARTITIONS.items()],
+            GinIndex(fields=["lexemes"], name="context_lexemes_gin"),
         ]
 
     def __str__(self):

@@ -4,7 +4,7 @@ from django.db import connection, transaction
 
 from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded
 from retrieval.embedders import get_embedder
-from retrieval.find import vector_text
+from retrieval.search.statements import vector_text
 from retrieval.models import Context
 from retrieval.uris import parse_uri
 

@@ -11,7 +11,8 @@ from ovsite.envelope import ok
 from ovsite.openapi import BOOLEAN, INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation
 from ovsite.errors import InvalidArgument
 from retrieval import ingest, selectors, services
-from retrieval.find import CONTEXT_TYPES, FILTER_FIELDS, FindQuery, find, parse_time
+from retrieval.search.find import find
+from retrieval.search.query import CONTEXT_TYPES, FILTER_FIELDS, SEARCH_MODES, FindQuery, parse_time
 from retrieval.uris import parse_uri
 from retrieval.waiting import queue_status, wait_for_tasks
 
@@ -35,7 +36,7 @@ _FILTER_VALUE = {"oneOf": [{"type": "string", "pattern": "^[^\\x00]*$"},
 @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": False,
                       "properties": {name: _FILTER_VALUE for name in FILTER_FIELDS}})
 class FilterField(serializers.DictField):
-    """Equality filters on node columns; `retrieval.find` checks the names and values."""
+    """Equality filters on node columns; `retrieval.search.query` checks the names and values."""
 
 
 class FindRequest(StrictSerializer):
@@ -53,6 +54,9 @@ class FindRequest(StrictSerializer):
     time_field = serializers.ChoiceField(choices=["updated_at", "created_at"], default="updated_at")
     level = LevelField(required=False, allow_null=True)
     read_content = serializers.BooleanField(default=False)
+    search_mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True,
+                                          help_text="hybrid (vector and lexical ranks fused), vector or lexical; "
+                                                    "default: the operator's setting (hybrid)")
     telemetry = TELEMETRY
 
     def validate_context_type(self, value):
@@ -91,6 +95,7 @@ def find_query_from(data: dict) -> FindQuery:
         time_field=data["time_field"],
         levels=data.get("level") or [],
         read_content=data["read_content"],
+        search_mode=data.get("search_mode"),
     )
 
 

@@ -10,7 +10,10 @@ from datetime import date
 from ovsite.auth import Caller
 from ovsite.errors import InvalidUri, OvsiteError
 from retrieval.embedders import EmbeddingError, get_embedder
-from retrieval.find import FindQuery, ranked_hits
+from retrieval.search.find import ranked_hits
+from retrieval.search.fusion import score_of
+from retrieval.search.query import FindQuery
+from retrieval.search.statements import SearchQuery
 from retrieval.llm import complete, llm_configured
 from retrieval.services import FileWrite, write_files
 from retrieval.summaries import clip, file_abstract, prompt_messages
@@ -25,7 +28,7 @@ CONTENT_MAX_CHARS = 2000
 # Cosine similarity of abstracts above which an existing memory of the same category counts as the same memory:
 # it is kept as it is and the new one is not written. With the packaged model a near-verbatim restatement scores
 # ~0.95 and a looser paraphrase ~0.75-0.85, which is written (a newer statement may carry a new detail).
-DUPLICATE_SCORE = 0.9
+DUPLICATE_COSINE = 0.9
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,8 @@ def memory_from(item, *, user_id: str, default_day: date) -> Memory | None:
 def _has_near_duplicate(caller: Caller, memory: Memory, vector) -> bool:
     category_root = f"{SCHEME}user/{caller.user_id}/memories/{memory.category}"
     spec = FindQuery(query="", target_uris=[category_root], context_types=["memory"], levels=[2], limit=1,
-                     score_threshold=DUPLICATE_SCORE)
-    return bool(ranked_hits(caller, spec, vector.tolist()))
+                     score_threshold=score_of(1.0 - DUPLICATE_COSINE), search_mode="vector")
+    return bool(ranked_hits(caller, spec, [SearchQuery("", vector.tolist())]))
 
 
 def deduplicate(caller: Caller, memories: list[Memory]) -> tuple[list[Memory], int]:
@@ -108,7 +111,7 @@ def deduplicate(caller: Caller, memories: list[Memory]) -> tuple[list[Memory], i
         return memories, 0
     kept, kept_vectors = [], []
     for memory, vector in zip(memories, vectors):
-        if any(float(vector @ other) >= DUPLICATE_SCORE for other in kept_vectors) \
+        if any(float(vector @ other) >= DUPLICATE_COSINE for other in kept_vectors) \
                 or _has_near_duplicate(caller, memory, vector):
             continue
         kept.append(memory)

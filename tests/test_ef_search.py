@@ -9,7 +9,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from retrieval.find import Predicate, fetch_union
+from retrieval.search.query import Predicate
+from retrieval.search.statements import Statement, fetch_statement
 from tests.conftest import hit_uris
 from tests.live import ROOT, child_env, database_env
 
@@ -43,8 +44,9 @@ def test_searches_in_score_order_use_the_wide_ef_search(api, memory, settings, p
 @pytest.mark.django_db(transaction=True)
 def test_the_wide_ef_search_holds_for_its_select_alone():
     setting = Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")
-    assert fetch_union([setting], ef_search=321) == [{"ef": "321"}]
-    assert fetch_union([setting]) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
+    statement = Statement(nearest=[setting], lexical=[], common=())
+    assert fetch_statement(statement, ef_search=321) == [{"ef": "321"}]
+    assert fetch_statement(statement) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
 
 
 def test_bucket_searches_keep_the_connection_ef_search(api, memory, settings):

@@ -105,9 +105,9 @@ def test_expansion_used_in_context_mode_finds_what_only_the_expanded_query_finds
 def test_expansion_used_in_list_mode_merges_the_queries_hits(corpus, fake_llm):
     sid = start_session(corpus)
     fake_llm.script.chat = answers(expansion=json.dumps({"queries": [EXPANDED]}))
-    plain = search(corpus, query=QUERY, score_threshold=0.3)
+    plain = search(corpus, query=QUERY, score_threshold=0.65)
     assert KESTREL not in uris(plain) and "query_plan" not in plain
-    result = search(corpus, query=QUERY, session_id=sid, score_threshold=0.3)
+    result = search(corpus, query=QUERY, session_id=sid, score_threshold=0.65)
     assert result["query_plan"] == {"queries": [QUERY, EXPANDED], "query_expansion": "used"}
     assert KESTREL in uris(result) and result["total"] == len(uris(result))
     scores = [h["score"] for key in ("memories", "resources", "skills") for h in result[key]]

@@ -86,10 +86,18 @@ def test_events_budget_ratio_bounds_the_events_share():
     assert tiers(plan)["p.md"] == "full"
 
 
-def test_planner_is_deterministic_for_equal_scores():
-    candidates = [memory("b", 0.5), memory("a", 0.5)]
+def test_planner_serves_candidates_in_the_order_given_not_by_score():
+    """The search's fused rank decides the order (retrieval.search.fusion); a score is only the vector side's."""
+    candidates = [memory("b", 0.3), memory("a", 0.5), memory("c", 0.4)]
     assert [e.candidate.uri for e in plan_tiers(candidates, Caps(max_tokens=1600)).entries] == [
-        "viking://user/u/memories/events/a.md", "viking://user/u/memories/events/b.md"]
+        "viking://user/u/memories/events/b.md", "viking://user/u/memories/events/a.md",
+        "viking://user/u/memories/events/c.md"]
+
+
+def test_what_does_not_fit_is_the_last_in_the_given_order():
+    candidates = [memory(name, 0.9 - index / 100) for index, name in enumerate("abcdefghij")]
+    plan = plan_tiers(list(reversed(candidates)), Caps(max_tokens=120, detail="abstract"))
+    assert plan.dropped and {c.uri for c in plan.dropped} == {c.uri for c in candidates[:len(plan.dropped)]}
 
 
 text = st.lists(st.sampled_from(list("abc xyz.,\n你好世界こんにちは한국어😀{}\"<>/") + ["</memory>"]),

@@ -9,7 +9,8 @@ from assembly.candidates import BUCKETS
 from ovsite.auth import Caller
 from ovsite.models import Account
 from retrieval.embedders import embed_query
-from retrieval.find import FindQuery, fetch_union, partition_predicate, partition_statement, scope_predicate
+from retrieval.search.query import FindQuery, partition_predicate, scope_predicate
+from retrieval.search.statements import SearchQuery, fetch_statement, search_statement
 from retrieval.models import SEARCH_PARTITIONS, Context
 
 MEMORIES = {
@@ -71,10 +72,11 @@ def test_prepared_and_client_bound_statements_answer_the_same_rows(api):
     scope = scope_predicate(caller, FindQuery(query=""))
     active = [(name, 3) for name in SEARCH_PARTITIONS]
     for query in ("billing deploy", "dark editor theme", "who leads the team"):
-        selects, common = partition_statement(scope, [embed_query(query)], active, ("uri", "category"))
-        client_bound = fetch_union(selects, common=common)
+        statement = search_statement(scope, [SearchQuery(query, embed_query(query))], ("uri", "category"), active,
+                                     active)
+        client_bound = fetch_statement(statement)
         for _ in range(3):  # the first runs plan it; later runs use the prepared statement
-            assert fetch_union(selects, common=common, prepare=True) == client_bound
+            assert fetch_statement(statement, prepare=True) == client_bound
         assert {row["uri"] for row in client_bound} == set(MEMORIES)
 
 

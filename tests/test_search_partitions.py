@@ -1,5 +1,5 @@
 """In a large store, searches in score order walk one partial HNSW index per search partition and merge
-(retrieval.find.score_order_scans): every searchable node is in exactly one partition, target URIs rule partitions
+(retrieval.search.query.score_order_scans): every searchable node is in exactly one partition, target URIs rule partitions
 out without losing a hit, and the merged hits are the nearest of them all, best first. A small store's walk the
 whole table's graph."""
 import numpy as np
@@ -10,7 +10,7 @@ from ovsite.auth import Caller
 from retrieval.embedders import embed_query
 from django.test.utils import CaptureQueriesContext
 
-from retrieval.find import FindQuery, _target_partitions, partition_predicate, search_partitions
+from retrieval.search.query import FindQuery, _target_partitions, partition_predicate, search_partitions
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.uris import parse_uri
 from tests.conftest import hit_uris
@@ -104,7 +104,7 @@ def test_the_merged_hits_are_the_nearest_of_all_partitions_best_first(api, corpu
     rows = list(Context.objects.filter(embedding__isnull=False).values_list("uri", "embedding"))
     query = np.asarray(embed_query(QUERY), dtype=np.float32)
     exact = sorted(rows, key=lambda row: (-float(np.dot(query, np.asarray(row[1], dtype=np.float32))), row[0]))
-    result = api.find(QUERY, limit=4)
+    result = api.find(QUERY, limit=4, search_mode="vector")
     hits = sorted((hit for key in ("memories", "resources", "skills") for hit in result[key]),
                   key=lambda hit: -hit["score"])
     assert [hit["uri"] for hit in hits] == [uri for uri, _ in exact[:4]]

@@ -1,10 +1,10 @@
-"""The query vector's text form (retrieval.find.vector_text) gives PostgreSQL back the exact float32 values."""
+"""The query vector's text form (retrieval.search.statements.vector_text) gives PostgreSQL back the exact float32 values."""
 import numpy as np
 import pytest
 from django.db import connection
 from pgvector import Vector
 
-from retrieval.find import vector_text
+from retrieval.search.statements import vector_text
 
 
 @pytest.mark.django_db

@@ -1,6 +1,6 @@
 """A partial HNSW index for "other", the nodes no quota bucket places (none under the URI rules today): with it
 the search partitions cover every node, and a large store's searches in score order walk them and merge
-(retrieval.find.score_order_scans). It holds only such nodes, so it builds at once.
+(retrieval.search.query.score_order_scans). It holds only such nodes, so it builds at once.
 
 At 1M real embeddings the whole-table graph found 0.74 of the exact top 10 at ef_search 400, the partitions 0.95
 at 100 (bench/RESULTS.md, scale).

@@ -1,0 +1,39 @@
+"""Derives /recall's relevance floor for the embedder in use from the stored nodes, and saves it in the settings
+row (admin: Retrieval settings, "/recall"). Run it after `reembed` with a new embedder, or after the store grew."""
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from profiles.selectors import current_settings
+from retrieval.search.calibration import FLOOR_PERCENTILE, derive_relevance_floor
+from retrieval.search.ranking import ranking_for
+from retrieval.search.query import FindQuery
+
+
+class Command(BaseCommand):
+    help = __doc__
+
+    def add_arguments(self, parser):
+        parser.add_argument("--sample", type=int, default=200, help="nodes asked (default 200)")
+        parser.add_argument("--percentile", type=float, default=FLOOR_PERCENTILE,
+                            help=f"percentile of the best other nodes' values (default {FLOOR_PERCENTILE})")
+        parser.add_argument("--dry-run", action="store_true", help="print the floor, save nothing")
+
+    def handle(self, *args, sample, percentile, dry_run, **options):
+        if sample < 1 or not 0 <= percentile <= 100:
+            raise CommandError("--sample must be at least 1 and --percentile within 0-100")
+        settings_row = current_settings()
+        ranking = ranking_for(FindQuery(query="", search_mode="hybrid"), settings_row)
+        calibration = derive_relevance_floor(ranking=ranking, sample=sample, percentile=percentile)
+        if calibration is None:
+            raise CommandError("fewer than two searchable files: nothing to calibrate against")
+        self.stdout.write(f"relevance floor {calibration.floor} for {settings.EMBEDDING_MODEL} (percentile "
+                          f"{calibration.percentile:g} of {calibration.sampled} nodes' best other match, lexical "
+                          f"weight {ranking.lexical_weight:g})")
+        if dry_run:
+            return
+        settings_row.recall_relevance_floor = calibration.floor
+        settings_row.relevance_floor_model = settings.EMBEDDING_MODEL
+        settings_row.relevance_calibrated_at = timezone.now()
+        settings_row.save(update_fields=["recall_relevance_floor", "relevance_floor_model",
+                                         "relevance_calibrated_at", "updated_at"])

@@ -1,0 +1,214 @@
+"""What a search reads: the request (`FindQuery`), its scope compiled to SQL once, and the partitions it walks."""
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from functools import cache, lru_cache
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from psycopg import sql as pg_sql
+
+from ovsite.auth import Caller
+from ovsite.errors import InvalidArgument
+from retrieval.models import SEARCH_PARTITIONS, Context
+from retrieval.selectors import visible_nodes
+from retrieval.uris import MEMORY_CATEGORIES, parse_uri
+
+CONTEXT_TYPES = ("memory", "resource", "skill")
+RESULT_KEYS = {"memory": "memories", "resource": "resources", "skill": "skills"}
+LEVEL_KINDS = {1: "dir", 2: "file"}
+FILTER_FIELDS = ("category", "kind", "peer", "owner", "context_type")
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# hybrid: vector and lexical ranks fused; vector: the k nearest by cosine; lexical: the full-text ranking alone.
+SEARCH_MODES = ("hybrid", "vector", "lexical")
+
+
+@dataclass
+class FindQuery:
+    query: str
+    target_uris: list[str] = field(default_factory=list)
+    context_types: list[str] = field(default_factory=list)
+    limit: int = 10
+    score_threshold: float | None = None
+    filter: dict = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+    time_field: str = "updated_at"
+    levels: list[int] = field(default_factory=list)
+    read_content: bool = False
+    search_mode: str | None = None  # None: the operator's default (RetrievalSettings.search_mode)
+
+    def __post_init__(self):
+        # DRF's FloatField lets "nan" through its range check (NaN compares false both ways); SQL would then
+        # compare against NaN and silently drop the threshold.
+        threshold = self.score_threshold
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise InvalidArgument("score_threshold must be a number in [0, 1]", loc=["score_threshold"],
+                                  type_="out_of_range")
+
+
+def parse_time(value: str, name: str) -> datetime:
+    """ISO 8601 date or datetime (UTC when naive), or a relative span back from now: 30m, 24h, 7d, 2w."""
+    text = value.strip()
+    relative = _RELATIVE.match(text)
+    if relative:
+        try:
+            return timezone.now() - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})
+        except OverflowError:
+            raise InvalidArgument(f"{name} reaches back before year 1", loc=[name], type_="out_of_range") from None
+    try:
+        moment = parse_datetime(text)
+        if moment is None:
+            day = parse_date(text)
+            moment = datetime(day.year, day.month, day.day) if day else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise InvalidArgument(f"{name} must be an ISO 8601 date/datetime or a span like 7d", loc=[name])
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc)
+
+
+def _filter_q(spec: dict) -> Q:
+    q = Q()
+    for key, value in spec.items():
+        if key not in FILTER_FIELDS:
+            raise InvalidArgument(f"filter field {key!r} is not one of {', '.join(FILTER_FIELDS)}",
+                                  loc=["filter", key])
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) for v in values):
+            raise InvalidArgument("filter values are strings or lists of strings", loc=["filter", key])
+        if any("\x00" in v for v in values):  # PostgreSQL text cannot hold NUL: refuse it here, not as a 500
+            raise InvalidArgument("filter values may not contain NUL characters", loc=["filter", key])
+        q &= Q(**{f"{key}__in": values})
+    return q
+
+
+def scoped_rows(caller: Caller, spec: FindQuery):
+    """The visible, ready, embedded nodes that pass every filter of `spec` (no ordering, no limit)."""
+    rows = visible_nodes(caller).filter(state="ready", embedding__isnull=False)
+    if spec.target_uris:
+        prefix = Q()
+        for raw in spec.target_uris:
+            target = parse_uri(raw, user_id=caller.user_id).uri
+            prefix |= Q(uri=target) | Q(uri__startswith=target.rstrip("/") + "/")
+        rows = rows.filter(prefix)
+    if spec.context_types:
+        rows = rows.filter(context_type__in=spec.context_types)
+    if spec.levels:
+        rows = rows.filter(kind__in=[LEVEL_KINDS[level] for level in spec.levels])
+    if spec.tags:
+        rows = rows.filter(tags__contains=spec.tags)
+    if spec.since:
+        rows = rows.filter(**{f"{spec.time_field}__gte": spec.since})
+    if spec.until:
+        rows = rows.filter(**{f"{spec.time_field}__lte": spec.until})
+    if spec.filter:
+        rows = rows.filter(_filter_q(spec.filter))
+    return rows
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A compiled SQL condition on `retrieval_context` and its parameters."""
+
+    sql: str
+    params: tuple = ()
+
+    def __and__(self, other: "Predicate") -> "Predicate":
+        return Predicate(f"({self.sql}) AND ({other.sql})", self.params + other.params)
+
+
+def _compiled(rows) -> Predicate:
+    compiler = rows.query.get_compiler(using=rows.db)
+    sql, params = compiler.compile(rows.query.where)
+    return Predicate(sql, tuple(params))
+
+
+def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
+    """The scope and every filter of `spec` compiled once per request. Building and compiling an ORM queryset
+    per sub-query cost more than the vector searches themselves (bench/RESULTS.md, profile of /search)."""
+    unfiltered = not (spec.target_uris or spec.context_types or spec.levels or spec.tags or spec.since
+                      or spec.until or spec.filter)
+    return _unfiltered_scope(caller) if unfiltered else _compiled(scoped_rows(caller, spec))
+
+
+@lru_cache(maxsize=4096)
+def _unfiltered_scope(caller: Caller) -> Predicate:
+    """Most searches carry no filter: their scope depends on the caller alone, so it is compiled once per caller
+    and process (about a millisecond of ORM work per request otherwise)."""
+    return _compiled(scoped_rows(caller, FindQuery(query="")))
+
+
+@lru_cache(maxsize=4096)
+def visible_predicate(caller: Caller) -> Predicate:
+    """`visible_nodes` compiled, once per caller and process: the one visibility rule, for plain-SQL reads on the
+    hot path."""
+    return _compiled(visible_nodes(caller))
+
+
+@cache
+def partition_predicate(name: str) -> Predicate:
+    """Constant per search partition, so compiled once per process, its values written in as SQL literals: the
+    planner proves the partition's partial HNSW index from them, which it cannot do from parameters in a prepared
+    statement's generic plan."""
+    compiled = _compiled(Context.objects.filter(SEARCH_PARTITIONS[name]))
+    literals = tuple(pg_sql.Literal(value).as_string().replace("%", "%%") for value in compiled.params)
+    return Predicate(compiled.sql.replace("%%", "%%%%") % literals)
+
+
+def _target_partitions(target) -> set[str]:
+    """The partitions a node at or under `target` (a VikingUri) is in by the URI rules, whose categories name them
+    (VikingUri.category: a memory category, "resources" or "skills"); above an owner's type folders, any."""
+    if target.space != "resources" and len(target.segments) < 3:
+        return set(SEARCH_PARTITIONS)
+    if target.context_type != "memory":
+        return {target.category}
+    if target.category:
+        return {"entities" if target.category == "profile" else target.category}
+    return set(MEMORY_CATEGORIES)
+
+
+def search_partitions(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
+    """The partitions a search under `spec` walks: all but those its target URIs rule out. A filter on a type or
+    category needs no pruning here: the partition's gate (`nearest_select`) answers it from a B-tree at once,
+    where under a URI prefix it could scan the whole prefix. "other" is always walked: its nodes follow no URI
+    rule."""
+    possible = set(SEARCH_PARTITIONS)
+    if spec.target_uris:
+        possible = {"other"}.union(*(_target_partitions(parse_uri(raw, user_id=caller.user_id))
+                                     for raw in spec.target_uris))
+    return tuple(name for name in SEARCH_PARTITIONS if name in possible)
+
+
+def peer_predicate(peers: tuple[str, ...]) -> Predicate:
+    return Predicate('"retrieval_context"."peer" = ANY(%s)', (list(peers),))
+
+
+def score_order_scans(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
+    """What a search in score order walks: the search partitions it can reach, or () for the whole-table graph.
+    Below OVSITE_PARTITIONED_SEARCH_FROM nodes one graph finds the exact top k in one scan; in a large store it
+    misses most of it, and one graph per partition is what finds it (README, "HNSW: recall against speed")."""
+    if _store_size() < settings.PARTITIONED_SEARCH_FROM:
+        return ()
+    return search_partitions(caller, spec)
+
+
+_store_size_read = [0.0, 0]  # (when, rows): read again after a minute
+
+
+def _store_size() -> int:
+    """PostgreSQL's estimate of the table's rows (kept by ANALYZE, autovacuum and index builds): no count per
+    request. Never analyzed (-1) counts as empty."""
+    now = time.monotonic()
+    if now - _store_size_read[0] > 60:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Context._meta.db_table])
+            _store_size_read[:] = [now, max(0, int(cursor.fetchone()[0]))]
+    return _store_size_read[1]

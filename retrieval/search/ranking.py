@@ -1,0 +1,66 @@
+"""The two searches every surface is made of, each one statement: score order across domains (/find, list mode,
+context without a purpose) and per bucket (purposes and quotas)."""
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from ovsite.auth import Caller
+from profiles.selectors import current_settings
+from retrieval.search.fusion import Ranking, above_threshold, fuse, relevance_cut
+from retrieval.search.query import FindQuery, Predicate, score_order_scans
+from retrieval.search.statements import EVERYTHING, SearchQuery, fetch_statement, search_statement
+
+
+@dataclass
+class Found:
+    """Rows best first, each with its `score`; `below_threshold` counts the rows the threshold cut; `strong` is
+    whether the best row reached the relevance floor (None without one)."""
+
+    rows: list[dict]
+    below_threshold: int
+    ranking: Ranking
+    strong: bool | None = None
+
+
+def ranking_for(spec: FindQuery, settings_row=None, relevance_floor: float | None = None) -> Ranking:
+    """The request's search_mode, else the operator's; the fusion weight and rescue are the operator's."""
+    settings_row = settings_row or current_settings()
+    return Ranking(mode=spec.search_mode or settings_row.search_mode,
+                   lexical_weight=settings_row.hybrid_lexical_weight,
+                   rescue_coverage=settings_row.lexical_rescue_coverage, relevance_floor=relevance_floor)
+
+
+def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: list[SearchQuery], limit: int,
+                columns: tuple[str, ...], ranking: Ranking) -> Found:
+    """The `limit` best of `scope` for any of `queries`, fused, at or above `spec.score_threshold`. The k-nearest
+    side walks the whole table's graph or the search partitions (`score_order_scans`); the full-text side reads
+    the one GIN index, BM25 over the matches."""
+    partitions = score_order_scans(caller, spec)
+    nearest = [(label, limit) for label in partitions or (EVERYTHING,)] if ranking.nearest else []
+    lexical = [(EVERYTHING, limit)] if ranking.lexical else []
+    statement = search_statement(scope, queries, columns, nearest, lexical)
+    # One query: its nearest `limit` of all partitions are the answer, so only they come back.
+    rows = fetch_statement(statement, prepare=True, limit=limit if len(queries) == 1 else None,
+                           ef_search=settings.HNSW_WIDE_EF_SEARCH)
+    kept, below = above_threshold(fuse(rows, ranking, grouped=False), spec.score_threshold, ranking)
+    served, strong = relevance_cut(kept[:limit], ranking.relevance_floor)
+    return Found(served, below, ranking, strong)
+
+
+def by_bucket(*, spec: FindQuery, scope: Predicate, queries: list[SearchQuery], counts: list[tuple[str, int]],
+              columns: tuple[str, ...], ranking: Ranking) -> Found:
+    """Each bucket's `count` best for any of `queries` (buckets searched on their own, so a weak bucket is not
+    crowded out by a strong one), fused within the bucket, at or above `spec.score_threshold`; rows carry their
+    `bucket`, best first within it."""
+    statement = search_statement(scope, queries, columns, counts if ranking.nearest else [],
+                                 counts if ranking.lexical else [])
+    kept, below = above_threshold(fuse(fetch_statement(statement, prepare=True), ranking, grouped=True),
+                                  spec.score_threshold, ranking)
+    room = dict(counts)
+    rows = []
+    for row in kept:
+        if room[row["bucket"]] > 0:
+            room[row["bucket"]] -= 1
+            rows.append(row)
+    served, strong = relevance_cut(rows, ranking.relevance_floor)
+    return Found(served, below, ranking, strong)

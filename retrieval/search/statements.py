@@ -1,0 +1,226 @@
+"""The SQL of a search: k-nearest scans of the HNSW indexes, full-text scans of the lexical index, and the one
+statement (one round trip) that runs them all (docs/retrieval.md)."""
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
+
+from retrieval.models import LEXICAL_CONFIG
+from retrieval.search.query import Predicate, partition_predicate
+
+HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
+EVERYTHING = "all"  # a scan of the whole scope, no partition
+TABLE = '"retrieval_context"'
+LEXEMES = '"retrieval_context"."lexemes"'
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One query of a search: its text for the lexical side, its embedding for the vector side."""
+
+    text: str
+    vector: object
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A search's scans as one statement: the ranked selects and the named subqueries of its WITH clause."""
+
+    nearest: list[Predicate]
+    lexical: list[Predicate]
+    common: tuple[Predicate, ...]
+
+
+def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
+    """(a named subquery holding the vector, the expression that reads it). A statement with several scans of one
+    query vector then carries its ~7 KB of text once instead of once per scan; the HNSW scans take the read as a
+    one-time parameter, as they would a literal."""
+    return (Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector)", (vector_text(vector),)),
+            Predicate(f"(SELECT vector FROM {name})"))
+
+
+def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str]) -> list[Predicate]:
+    """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Hybrid retrieval"):
+
+    - terms_i: the query's distinct lexemes (`terms`) and `match`, any of them (OR): a question rarely shares all
+      its words with the memory that answers it, and AND-ing them matched almost nothing on conversational memory;
+    - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
+      holds, and its bucket (one of `buckets`; NULL for a node in none, which still counts for the frequencies);
+    - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)) with N and df
+      counted among the matches: a term that most matches hold (the user, 用户) weighs little beside a name that
+      few hold, which ts_rank cannot do. Counted in the scope itself, it needs no statistics of the whole store
+      and answers the same for an account whatever the others hold."""
+    bucket = ("'all'" if buckets == [EVERYTHING] else
+              "CASE " + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
+              + " END")
+    return [
+        Predicate(f"terms_{index} AS MATERIALIZED (SELECT replace(plainto_tsquery('{LEXICAL_CONFIG}', given)::text, "
+                  f"' & ', ' | ')::tsquery AS match, tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', given)) AS terms "
+                  f"FROM (SELECT ovsite_lexical(%s) AS given) AS query_text)", (text,)),
+        Predicate(f"matched_{index} AS MATERIALIZED (SELECT {TABLE}.\"id\", length({LEXEMES}) AS size, "
+                  f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index})) AS term "
+                  f"WHERE term = ANY(tsvector_to_array({LEXEMES}))) AS hits, {bucket} AS bucket "
+                  f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
+                  scope.params),
+        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, ln(1 + ((SELECT count(*) FROM matched_{index}) - df "
+                  f"+ 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, (SELECT count(*) FROM matched_{index} "
+                  f"WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM terms_{index})) AS term) AS counted)"),
+    ]
+
+
+def _columns(columns: tuple[str, ...], table: str) -> str:
+    return ", ".join(f'{table}."{column}"' for column in columns)
+
+
+def _label(label: str) -> str:
+    if not label.isidentifier():
+        raise ValueError(f"scan label {label!r}")
+    return f"'{label}'"
+
+
+def _coverage(lexemes: str, index: int | None) -> str:
+    """The share of query `index`'s information (the sum of its terms' idf) that a node's lexemes hold; NULL
+    without a lexical side."""
+    if index is None:
+        return "NULL::real"
+    return (f"((SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE term = ANY(tsvector_to_array({lexemes}))) "
+            f"/ (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}))::real")
+
+
+def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...], limit: int, label: str,
+                   query: int = 0, gate: bool = False, lexical: bool = False) -> Predicate:
+    """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order), with each row's
+    coverage of the query's terms when the search has a `lexical` side.
+
+    With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
+    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
+    gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
+    sql = (f'(SELECT {_columns(columns, TABLE)}, '
+           f'("retrieval_context"."embedding" <=> {vector.sql}) AS distance, {_label(label)} AS bucket, '
+           f'{int(query)} AS query, NULL::real AS lexical_rank, '
+           f'{_coverage(LEXEMES, query if lexical else None)} '
+           f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)')
+    return Predicate(sql, vector.params + where.params + (where.params if gate else ()) + (limit,))
+
+
+# BM25's constants (Robertson and Zaragoza): term frequency saturates at k1, b scales by length. Each term counts
+# once per node (a binary tf: a memory's abstract repeats its content), so a node's BM25 is the idf of the terms it
+# holds times a length factor.
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def lexical_select(index: int, vector: Predicate, columns: tuple[str, ...], counts: list[tuple[str, int]]) -> Predicate:
+    """Query `index`'s best full-text matches by BM25, `count` per bucket of `counts` (EVERYTHING: all one), with
+    each one's cosine distance to the query vector (its score) and its coverage."""
+    room = (f"{counts[0][1]}" if counts[0][0] == EVERYTHING else
+            "CASE ranked.bucket " + " ".join(f"WHEN {_label(name)} THEN {int(count)}" for name, count in counts)
+            + " END")
+    bm25 = (f"matches.weight * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * matches.size "
+            "/ greatest(corpus.mean_size, 1)))")
+    sql = (f'(SELECT {_columns(columns, TABLE)}, ({TABLE}."embedding" <=> {vector.sql}) AS distance, '
+           f'ranked.bucket, {int(index)} AS query, ranked.bm25::real AS lexical_rank, '
+           f'ranked.coverage::real AS coverage '
+           f'FROM (SELECT matches.id, matches.bucket, {bm25} AS bm25, matches.weight / corpus.total AS coverage, '
+           f'row_number() OVER (PARTITION BY matches.bucket ORDER BY {bm25} DESC, matches.id) AS place '
+           f'FROM (SELECT id, bucket, size, (SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE term = ANY(hits)) '
+           f'AS weight FROM matched_{index} WHERE bucket IS NOT NULL) AS matches, '
+           f'(SELECT avg(size) AS mean_size, (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}) AS total '
+           f'FROM matched_{index}) AS corpus) AS ranked '
+           f'JOIN {TABLE} ON {TABLE}."id" = ranked.id WHERE ranked.place <= {room})')
+    return Predicate(sql, vector.params)
+
+
+def _within(scope: Predicate, label: str) -> Predicate:
+    return scope if label == EVERYTHING else scope & partition_predicate(label)
+
+
+def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tuple[str, ...],
+                     nearest: list[tuple[str, int]], lexical: list[tuple[str, int]]) -> Statement:
+    """One statement for every (scan, query): a k-nearest select per `nearest` (label, count) and one full-text
+    select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
+    vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
+    only the few nodes outside every bucket, and no B-tree answers its condition at once."""
+    common, nearest_selects, lexical_selects = [], [], []
+    for index, query in enumerate(queries):
+        holder, read = shared_vector(f"query_{index}", query.vector)
+        common.append(holder)
+        if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
+            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical])
+            lexical_selects.append(lexical_select(index, read, columns, lexical))
+        nearest_selects += [nearest_select(_within(scope, label), read, columns, count, label, index,
+                                           gate=label not in (EVERYTHING, "other"), lexical=bool(lexical))
+                            for label, count in nearest]
+    return Statement(nearest_selects, lexical_selects, tuple(common))
+
+
+def fetch_statement(statement: Statement, prepare: bool = False, limit: int | None = None,
+                    ef_search: int | None = None) -> list[dict]:
+    """The statement in one round trip, rows as dicts. With `limit`, only the nearest `limit` rows of all the
+    k-nearest selects come back (the full-text selects are already cut to their count). An `ef_search` other than
+    the connection's applies to this statement alone. With `prepare` (and the connection's ef_search), the
+    statement is bound server-side and prepared once it repeats (see `prepared_cursor`)."""
+    if not statement.nearest and not statement.lexical:
+        return []
+    sql, params = statement_sql(statement, limit)
+    if ef_search is not None and ef_search != settings.HNSW_EF_SEARCH and statement.nearest:
+        with connection.cursor() as cursor:
+            # One round trip, where BEGIN, SET LOCAL, the select and COMMIT were four: a multi-statement query
+            # runs as one implicit transaction, so SET LOCAL ends with the select (inside an atomic block, with it).
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}; {sql}", params)
+            cursor.nextset()
+            return _rows(cursor)
+    with (prepared_cursor() if prepare else connection.cursor()) as cursor:
+        cursor.execute(sql, params)
+        return _rows(cursor)
+
+
+def statement_sql(statement: Statement, limit: int | None = None) -> tuple[str, list]:
+    common = [part.sql for part in statement.common]
+    params = [param for part in statement.common for param in part.params]
+    parts = [select.sql for select in statement.nearest]
+    params += [param for select in statement.nearest for param in select.params]
+    if limit is not None and statement.nearest:
+        # Materialized, so the rows are sorted here and not merged as if each scan's were in order: relaxed_order
+        # scans return them only nearly so (pgvector's README).
+        common.append(f"nearest AS MATERIALIZED ({' UNION ALL '.join(parts)})")
+        parts = ["(SELECT * FROM nearest ORDER BY distance, uri LIMIT %s)"]
+        params.append(limit)
+    parts += [select.sql for select in statement.lexical]
+    params += [param for select in statement.lexical for param in select.params]
+    with_sql = f"WITH {', '.join(common)} " if common else ""
+    return with_sql + " UNION ALL ".join(parts), params
+
+
+def _rows(cursor) -> list[dict]:
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def prepared_cursor():
+    """A Django cursor over psycopg's server-side binding cursor, which prepares a statement text it has seen
+    `prepare_threshold` times before on its connection (settings.DB_PREPARED_STATEMENTS; Django's own cursors bind
+    client-side and never prepare). For a statement whose text repeats with new values, such as the per-bucket
+    quota search, the plan is made once per connection instead of once per request. The same checks as
+    `connection.cursor()`: health, thread sharing, query logging."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = ServerBindingCursor(connection.connection)
+    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
+
+
+def vector_text(vector) -> str:
+    """pgvector's text form of a query vector. Nine significant digits give back every float32 exactly, and one
+    format for the whole vector is about 5× faster than pgvector's float-by-float conversion, its text a third
+    shorter for PostgreSQL to parse."""
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    return "[" + _vector_format(len(values)) % tuple(values) + "]"
+
+
+@cache
+def _vector_format(dimensions: int) -> str:
+    return ",".join(["%.9g"] * dimensions)
