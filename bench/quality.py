@@ -4,6 +4,8 @@ entries, and does the answer string reach `rendered`, at 400 and 1600 tokens, fo
 
     .venv/bin/python bench/quality.py                                  # before/after on a local ovsite
     .venv/bin/python bench/quality.py --base-url URL [--api-key KEY] --label NAME [--no-write]
+    .venv/bin/python bench/quality.py --suite recall                   # /recall's defaults against /search context
+    .venv/bin/python bench/quality.py --suite recall --base-url URL [--api-key KEY] --label NAME [--user U]
 
 The corpus (bench/quality_corpus.py) is eight runbooks and manuals, four English (one of them HTML) and four Chinese,
 with questions whose answers sit in later sections. Everything goes over HTTP, so any server with
@@ -18,6 +20,19 @@ tree with 4,000-character sections (`OVSITE_SECTION_MAX_CHARS=4000`, an answer p
 and the shipped section tree (sections no longer than their abstract), and rewrites the `quality` section of
 bench/RESULTS.md. Each run also times the ingest of the corpus and of one generated 200 KB manual, and sums what
 merging the sections of one document into one entry saved (`stats.merged.saved_tokens`).
+
+`--suite recall` (issue 21) asks whether a caller who sends `POST /api/v1/search/recall {query, max_tokens}` — all
+the auto-recall plugin sends — is served as well as by `POST /api/v1/search/search {query, mode: "context",
+max_tokens}`, each with the server's defaults. Its corpus (bench/recall_corpus.py) is one developer's store: 120
+memories (profile, preferences, entities, dated events, experiences), resources and skills, 43 % Chinese, written
+with `POST /api/v1/content/batch-write` (skills with `POST /api/v1/skills`) and `POST /api/v1/system/wait`; its
+questions are EN→EN, ZH→ZH, ZH→EN, EN→ZH and unanswerable ones (nothing in the store answers them). At 400 and 1600
+tokens it reports the answer rate per group and endpoint, their ratio, the tokens used, and for the unanswerable
+questions the share of the budget used (filler) and of empty blocks; threshold fields of `stats`, when a server
+reports them, are summarised. The per-question misses go to the console only, each with the top entry and where
+`/find` ranks the answering item. Without --base-url it runs on its own database `ovsite_bench_recall` with the
+shipped settings; with --base-url the memories go to `--user`'s space (the key's user, `default` unless told), in a
+`recall-bench` folder of each category, and the run refuses a user whose `profile.md` is not the corpus's own.
 """
 import argparse
 import datetime as dt
@@ -30,6 +45,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import recall_corpus  # noqa: E402
 from quality_corpus import DOCUMENTS, QUESTIONS  # noqa: E402
 
 DB = "ovsite_bench_quality"
@@ -38,6 +54,12 @@ BUDGETS = (400, 1600)
 DETAILS = ("auto", "abstract", "full")
 SECTION_BEGIN, SECTION_END = "<!-- quality:begin -->", "<!-- quality:end -->"
 LARGE_URI = f"{ROOT_URI}-large/manual.md"
+RECALL_DB = "ovsite_bench_recall"
+RECALL_MARKERS = ("<!-- recall_quality:begin -->", "<!-- recall_quality:end -->")
+ENDPOINTS = ("context", "recall")  # /search mode="context" and /recall, each sent nothing but query and max_tokens
+RECALL_GROUPS = ("EN→EN", "ZH→ZH", "ZH→EN", "EN→ZH")  # question → item language; the unanswerable ones apart
+RECALL_TARGETS = {400: 0.90, 1600: 0.95}  # issue 21: /recall's answer rate against context's, in every group
+FILLER_TARGET = 0.15  # issue 21: the median share of the budget an unanswerable question may fill
 
 
 def large_manual() -> str:
@@ -192,25 +214,31 @@ def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BE
     return "\n".join(lines)
 
 
-def run_local() -> tuple[dict, str]:
-    """BEFORE and AFTER on a gunicorn of this checkout, one after the other, on the bench's own database."""
+def _local_database(db: str):
+    """The embedded PostgreSQL with database `db` migrated and dev mode's account and user; returns
+    bench/find_latency.py, whose `Server` starts a gunicorn of this checkout on that database."""
     import find_latency as common  # configures the environment (dev mode, no DATABASE_URL) before Django loads
 
-    common.BENCH_DB = DB
-    os.environ["OVSITE_PG_DATABASE"] = DB
+    common.BENCH_DB = db
+    os.environ["OVSITE_PG_DATABASE"] = db
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
 
     from ovsite import embedded_pg
     from ovsite.models import Account, AccountUser
 
-    embedded_pg.start_configured(DB)
+    embedded_pg.start_configured(db)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
+    return common
+
+
+def run_local() -> tuple[dict, str]:
+    """BEFORE and AFTER on a gunicorn of this checkout, one after the other, on the bench's own database."""
+    common = _local_database(DB)
     runs, command = {}, ""
     shapes = (("before (one node per file)", {"OVSITE_SECTION_TREES": "false"}),
               ("section tree, 4,000-char sections", {"OVSITE_SECTION_MAX_CHARS": "4000"}),
@@ -227,15 +255,298 @@ def run_local() -> tuple[dict, str]:
                   "`OVSITE_SECTION_MAX_CHARS=4000`, then the defaults")
 
 
+# ------------------------------------------------------------------------------------------------------------
+# --suite recall: /recall {query, max_tokens} against /search mode="context" with the server's defaults
+
+
+def _recall_roots(user: str) -> list[str]:
+    """Where the corpus is written: each memory category's bench folder and the resources' bench folder."""
+    return [f"viking://user/{user}/memories/{kind}/{recall_corpus.BENCH_FOLDER}"
+            for kind in recall_corpus.KINDS if kind not in ("profile", "resources", "skills")] + \
+        [recall_corpus.RESOURCES_ROOT]
+
+
+def _remove(client, uri: str) -> None:
+    response = client.delete("/api/v1/fs", params={"uri": uri, "recursive": "true", "wait": "true"})
+    if response.status_code != 404:
+        _result(response)
+
+
+def remove_recall_corpus(client, user: str) -> None:
+    for uri in _recall_roots(user) + [item.uri(user) for item in recall_corpus.ITEMS
+                                      if item.kind in ("profile", "skills")]:
+        _remove(client, uri)
+
+
+def _batch_root(item, user: str) -> str:
+    """The batch root OpenViking accepts (a memory category or a resource directory), which ovsite accepts too."""
+    if item.kind == "resources":
+        return recall_corpus.RESOURCES_ROOT
+    return f"viking://user/{user}/memories/{item.kind}"
+
+
+def load_recall_corpus(client, user: str) -> float:
+    """Writes every item over HTTP and waits until the server has processed them; returns the seconds it took."""
+    profile = next(item for item in recall_corpus.ITEMS if item.kind == "profile")
+    existing = client.get("/api/v1/content/read", params={"uri": profile.uri(user)})
+    # The run removes what it wrote: a profile.md of the user's own must not be overwritten and then removed.
+    if existing.status_code == 200 and _result(existing) != profile.text:
+        raise RuntimeError(f"{profile.uri(user)} exists and is not the bench's; run with --user naming a bench user")
+    remove_recall_corpus(client, user)
+    started = time.perf_counter()
+    batches: dict[str, list] = {}
+    for item in recall_corpus.ITEMS:
+        if item.kind == "skills":
+            _result(client.post("/api/v1/skills", json={"data": item.text, "target_uri": recall_corpus.SKILLS_ROOT}))
+        elif item.kind == "profile":  # a file of the memories folder itself, which is no batch root
+            _result(client.post("/api/v1/content/write", json={"uri": item.uri(user), "content": item.text,
+                                                               "mode": "create"}))
+        else:
+            batches.setdefault(_batch_root(item, user), []).append(item)
+    for root, items in batches.items():
+        response = client.post("/api/v1/fs/mkdir", json={"uri": root})
+        if response.status_code != 409:  # it exists already
+            _result(response)
+        _result(client.post("/api/v1/content/batch-write", json={
+            "root_uri": root, "wait": False,
+            "operations": [{"uri": item.uri(user), "content": item.text, "mode": "create"} for item in items]}))
+    _result(client.post("/api/v1/system/wait", json={}))
+    return time.perf_counter() - started
+
+
+def ask_endpoint(client, endpoint: str, query: str, max_tokens: int) -> dict:
+    if endpoint == "recall":
+        return _result(client.post("/api/v1/search/recall", json={"query": query, "max_tokens": max_tokens}))
+    return _result(client.post("/api/v1/search/search", json={"query": query, "mode": "context",
+                                                              "max_tokens": max_tokens}))
+
+
+def _is_gold(uri: str, gold: str) -> bool:
+    """The item itself or a node below it (a document's sections, a skill's SKILL.md)."""
+    return uri == gold or uri.startswith(gold + "/")
+
+
+def _threshold_fields(stats: dict, prefix: str = "") -> dict:
+    """Every field of `stats` whose dotted path names a threshold (`threshold`, `threshold.source`,
+    `below_threshold`, …), whatever shape a server gives them."""
+    found = {}
+    for key, value in stats.items():
+        path = prefix + key
+        if isinstance(value, dict):
+            found.update(_threshold_fields(value, path + "."))
+        elif "threshold" in path:
+            found[path] = value
+    return found
+
+
+def _gold_on_find(client, query: str, gold: str) -> str:
+    """Where /find, with no threshold, ranks the answering item among every hit: tells a threshold (ranked first,
+    scored under it) from a retrieval miss (ranked low)."""
+    found = _result(client.post("/api/v1/search/find", json={"query": query, "limit": 1000, "score_threshold": 0}))
+    hits = sorted((hit for key in ("memories", "resources", "skills") for hit in found.get(key, [])),
+                  key=lambda hit: -hit["score"])
+    rank = next((n for n, hit in enumerate(hits, 1) if _is_gold(hit["uri"], gold)), None)
+    return f"#{rank} of {len(hits)}, {hits[rank - 1]['score']:.3f}" if rank else f"not in {len(hits)} hits"
+
+
+def measure_recall(base_url: str, api_key: str | None, user: str) -> dict:
+    """Loads the corpus, asks every question of both endpoints at both budgets, diagnoses the misses, removes it."""
+    rows, diagnoses = [], {}
+    with _client(base_url, api_key) as client:
+        ingest_s = load_recall_corpus(client, user)
+        try:
+            for max_tokens in BUDGETS:
+                for n, question in enumerate(recall_corpus.QUESTIONS):
+                    gold = recall_corpus.BY_NAME[question.item].uri(user) if question.item else None
+                    for endpoint in ENDPOINTS:
+                        result = ask_endpoint(client, endpoint, question.query, max_tokens)
+                        entries, stats = result["entries"], result.get("stats") or {}
+                        top = max(entries, key=lambda entry: entry["score"], default=None)
+                        gold_entry = next((entry for entry in entries if gold and any(
+                            _is_gold(uri, gold) for uri in [entry["uri"], *entry.get("sections", [])])), None)
+                        rows.append({
+                            "question": n, "group": recall_corpus.group(question), "endpoint": endpoint,
+                            "budget": max_tokens,
+                            "answered": question.answer in result["rendered"] if question.answer else None,
+                            "used": stats.get("used_tokens"), "entries": len(entries),
+                            "empty": not result["rendered"].strip(),
+                            "top": (top["uri"], top["score"]) if top else None,
+                            "gold_detail": gold_entry["detail"] if gold_entry else None,
+                            "thresholds": _threshold_fields(stats)})
+                        if rows[-1]["answered"] is False and n not in diagnoses:
+                            diagnoses[n] = _gold_on_find(client, question.query, gold)
+        finally:
+            remove_recall_corpus(client, user)
+    return {"ingest_s": ingest_s, "rows": rows, "diagnoses": diagnoses}
+
+
+def _answer_rate(rows: list[dict]) -> float | None:
+    return sum(row["answered"] for row in rows) / len(rows) if rows else None
+
+
+def _cell(rows: list[dict], group: str | None, endpoint: str, budget: int) -> list[dict]:
+    return [row for row in rows if row["endpoint"] == endpoint and row["budget"] == budget
+            and (row["group"] == group if group else row["answered"] is not None)]
+
+
+def _p90(values: list[float]) -> float:
+    """The 90th percentile by nearest rank."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * 9 // 10) - 1)]
+
+
+def _mean_used(rows: list[dict]) -> str:
+    return f"{statistics.mean(row['used'] for row in rows):.0f}"
+
+
+def _distribution(values: list) -> str:
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) == len(values):
+        return (f"min {min(numbers):.3g} / p50 {statistics.median(numbers):.3g} / max {max(numbers):.3g} "
+                f"(n={len(numbers)})")
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[str(value)] = counts.get(str(value), 0) + 1
+    return ", ".join(f"{value} ×{count}" for value, count in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def render_recall(run: dict, command: str, server: str, markers: tuple[str, str], title: str,
+                  run_s: float) -> str:
+    items, questions, rows = recall_corpus.ITEMS, recall_corpus.QUESTIONS, run["rows"]
+    zh = sum(item.language == "zh" for item in items)
+    kinds = ", ".join(f"{sum(item.kind == kind for item in items)} {kind}" for kind in recall_corpus.KINDS)
+    groups = {g: sum(recall_corpus.group(q) == g for q in questions) for g in
+              RECALL_GROUPS + ("unanswerable EN", "unanswerable ZH")}
+    lines = [markers[0], f"## quality, recall suite — /recall {{query, max_tokens}} against /search context, {title}",
+             "", f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
+             f"Server: {server}. Run time {run_s:.0f} s (ingest {run['ingest_s']:.1f} s).  ",
+             f"Corpus: bench/recall_corpus.py, {len(items)} items ({zh} Chinese, {zh / len(items):.1%}): {kinds}; "
+             f"{len(questions)} questions: " + ", ".join(f"{n} {g}" for g, n in groups.items()) + ". "
+             "Bodies: /recall `{query, max_tokens}`, /search `{query, mode: \"context\", max_tokens}`; everything "
+             "else is the server's default. Answered: the answer string appears verbatim in `rendered`.", "",
+             "| group | questions | " + " | ".join(f"{b}: context | {b}: recall | {b}: recall/context"
+                                                  for b in BUDGETS) + " |",
+             "|---|---:|" + "---:|---:|---:|" * len(BUDGETS)]
+    missed = []
+    for group in RECALL_GROUPS + (None,):  # None: every answerable question
+        cells = []
+        for budget in BUDGETS:
+            context, recall = (_cell(rows, group, endpoint, budget) for endpoint in ENDPOINTS)
+            ratio = _answer_rate(recall) / _answer_rate(context) if _answer_rate(context) else None
+            if group and ratio is not None and ratio < RECALL_TARGETS[budget]:
+                missed.append(f"{group} at {budget} ({ratio:.2f})")
+            cells += [f"{sum(r['answered'] for r in c)}/{len(c)} ({_answer_rate(c):.0%})" for c in (context, recall)]
+            cells.append(f"{ratio:.2f}" if ratio is not None else "—")
+        lines.append(f"| {group or '**all answerable**'} | {len(context)} | " + " | ".join(cells) + " |")
+    lines += ["", "| endpoint | max_tokens | used tokens, mean | answerable: mean | unanswerable: mean | entries p50 | "
+              "unanswerable: budget used p50 | p90 | unanswerable: empty blocks |", "|---|---:|---:|---:|---:|---:|"
+              "---:|---:|---:|"]
+    fillers = []
+    for endpoint in ENDPOINTS:
+        for budget in BUDGETS:
+            cell = [r for r in rows if r["endpoint"] == endpoint and r["budget"] == budget]
+            none = [r for r in cell if r["answered"] is None]
+            if any(r["used"] is None for r in cell):  # a server whose answer reports no tokens
+                lines.append(f"| {endpoint} | {budget} | — | — | — | — | — | — | "
+                             f"{sum(r['empty'] for r in none)}/{len(none)} |")
+                continue
+            shares = [r["used"] / budget for r in none]
+            if endpoint == "recall" and statistics.median(shares) > FILLER_TARGET:
+                fillers.append(f"{budget} ({statistics.median(shares):.0%})")
+            empty = sum(r["empty"] for r in none)
+            lines.append(f"| {endpoint} | {budget} | {_mean_used(cell)} | "
+                         f"{_mean_used([r for r in cell if r['answered'] is not None])} | {_mean_used(none)} | "
+                         f"{statistics.median(r['entries'] for r in cell):.0f} | {statistics.median(shares):.0%} | "
+                         f"{_p90(shares):.0%} | {empty}/{len(none)} ({empty / len(none):.0%}) |")
+    lines += ["", "Issue 21's targets for /recall's defaults: recall/context ≥ 0.90 at 400 tokens and ≥ 0.95 at 1600 "
+              "in every language group — " + ("met" if not missed else "missed: " + ", ".join(missed)) +
+              f"; unanswerable questions' median block ≤ {FILLER_TARGET:.0%} of the budget — " +
+              ("met" if not fillers else "missed at " + ", ".join(fillers)) + "."]
+    fields = sorted({path for r in rows for path in r["thresholds"]})
+    if fields:
+        lines += ["", "Threshold fields of `stats` (all questions):", "", "| endpoint | max_tokens | field | values |",
+                  "|---|---:|---|---|"]
+        for endpoint in ENDPOINTS:
+            for budget in BUDGETS:
+                cell = [r for r in rows if r["endpoint"] == endpoint and r["budget"] == budget]
+                for path in fields:
+                    values = [r["thresholds"][path] for r in cell if path in r["thresholds"]]
+                    lines.append(f"| {endpoint} | {budget} | `{path}` | {_distribution(values) if values else '—'} |")
+    else:
+        lines += ["", "`stats` reported no threshold fields."]
+    misses = sum(r["answered"] is False for r in rows)
+    lines += ["", f"{misses} misses (question × endpoint × budget); the script lists them on the console.",
+              markers[1], ""]
+    return "\n".join(lines)
+
+
+def recall_misses(run: dict) -> str:
+    """One line per answerable question an endpoint missed at a budget, /recall's first."""
+    questions = recall_corpus.QUESTIONS
+    misses = sorted((r for r in run["rows"] if r["answered"] is False),
+                    key=lambda r: (-ENDPOINTS.index(r["endpoint"]), r["budget"], RECALL_GROUPS.index(r["group"])))
+    lines = [f"Misses ({len(misses)}): endpoint, budget, group, question → answer; the top entry (uri score); the "
+             "tier the answering item was served at, if it was; its rank and score on /find without threshold; "
+             "the threshold fields of `stats`"]
+    for r in misses:
+        question = questions[r["question"]]
+        top = f"{r['top'][0]} {r['top'][1]:.3f}" if r["top"] else "empty block"
+        thresholds = " ".join(f"{path}={value}" for path, value in r["thresholds"].items())
+        lines.append(f"  {r['endpoint']:<7} {r['budget']:>4} {r['group']}  {question.query} → {question.answer!r}; "
+                     f"top {top}; gold {'served at ' + r['gold_detail'] if r['gold_detail'] else 'not served'}; "
+                     f"/find {run['diagnoses'][r['question']]}" + (f"; {thresholds}" if thresholds else ""))
+    return "\n".join(lines)
+
+
+def run_recall_local() -> tuple[dict, str]:
+    common = _local_database(RECALL_DB)
+    server = common.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-recall-")))
+    server.start()
+    try:
+        run = measure_recall(server.url, None, common.USER)
+    finally:
+        server.stop()
+    command = server.command.replace(str(common.ROOT), ".")  # no machine paths in RESULTS.md
+    return run, f"gunicorn `{command}` of this checkout, database `{RECALL_DB}`, shipped settings"
+
+
+def recall_suite(args, command: str) -> int:
+    started = time.perf_counter()
+    recall_corpus.validate()
+    if args.base_url:
+        markers = (f"<!-- recall_quality-{args.label}:begin -->", f"<!-- recall_quality-{args.label}:end -->")
+        run, server, title = measure_recall(args.base_url, args.api_key, args.user), args.base_url, args.label
+    else:
+        markers, title = RECALL_MARKERS, "ovsite's shipped defaults"
+        run, server = run_recall_local()
+    section = render_recall(run, command, server, markers, title, time.perf_counter() - started)
+    print(section)
+    print(recall_misses(run))
+    if not args.no_write:
+        from assembly_latency import write_section
+
+        write_section(section, *markers)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="measure this server only (e.g. http://127.0.0.1:1933)")
     parser.add_argument("--api-key")
     parser.add_argument("--label", default="server", help="the row label of --base-url's results")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--suite", choices=("sections", "recall"), default="sections",
+                        help="sections: answers deep in resources (default); recall: /recall's defaults against "
+                             "/search context on a bilingual store")
+    parser.add_argument("--user", default="default",
+                        help="recall suite with --base-url: the user the key acts as, whose memories are written")
     args = parser.parse_args()
     command = ".venv/bin/python bench/quality.py " + " ".join(
         a if a != args.api_key else "KEY" for a in sys.argv[1:])
+    if args.suite == "recall":
+        return recall_suite(args, command.strip())
     if args.base_url:
         # Another server's figures get their own section, next to ovsite's before/after.
         markers = (f"<!-- quality-{args.label}:begin -->", f"<!-- quality-{args.label}:end -->")
