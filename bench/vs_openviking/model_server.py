@@ -7,7 +7,12 @@ in process, so both servers rank on the same vectors. Chat replies are determini
 with the head of the text it quotes, so OpenViking's L0/L1 summaries carry the document's own words (no model is
 available offline; the point is latency, not summary quality). It is the test suite's `tests/fake_openai.py`
 server, run in a separate process so its embedding work never shares a GIL with the benchmark's clients.
+
+With `MODEL_SERVER_EMBED_LOG=path` in its environment it also appends every embedding request's inputs to that file
+(one JSON line per request: `{"inputs": [...]}`), so a probe can see which texts a server embedded; the replies are
+unchanged (score_probe.py uses it).
 """
+import json
 import os
 import re
 import signal
@@ -40,6 +45,20 @@ def deterministic_reply(body: dict) -> str:
     return " ".join(quoted.split())[:SUMMARY_CHARS] or "ok"
 
 
+def _log_embedding_inputs(server, path: Path) -> None:
+    """Wraps the server's embedding handler: the inputs go to `path` (JSON lines), the reply is the handler's."""
+    embeddings = server._embeddings
+    lock = threading.Lock()
+
+    def logged(body: dict, mode: str) -> dict:
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        with lock, path.open("a", encoding="utf-8") as log:
+            log.write(json.dumps({"inputs": inputs}, ensure_ascii=False) + "\n")
+        return embeddings(body, mode)
+
+    server._embeddings = logged
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
     from tests.fake_openai import FakeOpenAI
@@ -49,6 +68,8 @@ def main() -> int:
     server.script.chat = deterministic_reply
     server.script.usage = (0, 0)
     server.script.keep_requests = False
+    if os.environ.get("MODEL_SERVER_EMBED_LOG"):
+        _log_embedding_inputs(server, Path(os.environ["MODEL_SERVER_EMBED_LOG"]))
     server.start()
     print(server.url, flush=True)
     stop = threading.Event()

@@ -10,7 +10,10 @@
 3. Starts ovsite (gunicorn, its own database on the embedded PostgreSQL, packaged embedder in process) and
    `openviking-server` (local storage in a temporary workspace), both in dev-mode auth on loopback.
 4. Loads the same deterministic corpus (corpus.py) into both with `POST /api/v1/content/batch-write` and waits
-   for processing with `POST /api/v1/system/wait`.
+   for processing with `POST /api/v1/system/wait`, then compares their scores (measure.score_check): OpenViking's
+   score against the cosine of the vectors it stored (read back through its debug API), and, for every URI both
+   return in their top 10 of /find and /search list, |ovsite score − OpenViking score|, over all such pairs and over
+   the pairs whose two vectors are the same (score_probe.py measures OpenViking's score function in more detail).
 5. Sends /find, /search list, /search context (1600 tokens, without and with `purpose`) and /recall for each
    query to both servers in turn (the order flips every query), then 8 concurrent clients per server, the two
    servers alternating phase by phase; the first search-context phase of each server runs under py-spy
@@ -76,6 +79,18 @@ def reset_ovsite(db: str) -> None:
     common.raw_connection().execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
 
 
+def ovsite_vectors(uris: list[str]) -> dict:
+    """{uri: stored embedding} of ovsite's nodes, read from the bench database (one account)."""
+    import json
+
+    import numpy as np
+
+    with common.raw_connection() as conn:
+        rows = conn.execute("SELECT uri, embedding::text FROM retrieval_context WHERE uri = ANY(%s) "
+                            "AND embedding IS NOT NULL", (uris,)).fetchall()
+    return {uri: np.asarray(json.loads(text), dtype=np.float64) for uri, text in rows}
+
+
 def warm(client, queries: list[str]) -> None:
     """One untimed pass of every request: lazy model loads and first-use costs out of the figures."""
     for query in queries[:4]:
@@ -110,6 +125,8 @@ def run(args) -> dict:
             common.log(f"loading {len(files)} files into {name}")
             out["load"][name] = corpus.load(client, files)
             common.log(f"{name}: {out['load'][name]}")
+        common.log(f"score check: {len(queries)} queries × {list(measure.SCORE_ROUTES)} on both servers")
+        out["scores"] = measure.score_check(clients, model_url, queries, our_vectors=ovsite_vectors)
         out["probe"] = measure.probe(clients, queries[0])
         names = [n for n in measure.REQUESTS
                  if all(out["probe"][s][n]["status"] == 200 for s in clients)]
@@ -225,6 +242,7 @@ def render(r: dict, command: str) -> str:
               f"{model['cpu_busy']:.0%}. It encodes one request at a time (`_ENCODE_LOCK` in tests/fake_openai.py: "
               "concurrent numpy encodes under one GIL are slower, not faster), so this is the ceiling of any "
               "OpenViking request that embeds its query."]
+    lines += _score_lines(r.get("scores"))
     lines += _profile_lines(r["profile"], r["clients"])
     lines += _quality_lines(r["quality"])
     lines += ["", f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
@@ -249,6 +267,43 @@ def render(r: dict, command: str) -> str:
                      + ("" if met else " " + _cpu_bound(r["throughput"]["search context"])))
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
+
+
+def _f(spread: dict) -> str:
+    if not spread["pairs"]:
+        return "0 pairs"
+
+    def x(value: float) -> str:
+        return f"{value:.4f}" if value >= 1e-3 or value == 0 else f"{value:.1e}"
+
+    return f"{spread['pairs']} pairs, max {x(spread['max'])}, median {x(spread['median'])}"
+
+
+def _score_lines(s: dict | None) -> list[str]:
+    """measure.score_check's figures: OpenViking's score function, then ovsite's scores against OpenViking's."""
+    if not s:
+        return []
+    goal = measure.GOAL_SCORE_DIFF
+    same = s["same_vector"]
+    met = same["pairs"] and same["max"] <= goal
+    kinds = "; ".join(f"{kind} {n['same_vector']}/{n['pairs']}" for kind, n in s["kinds"].items()) or "none"
+    return ["", f"Scores ({s['queries']} EN/ZH queries, {' and '.join(s['routes'])} with limit 10, measured after the "
+            "load, before the timed phases; `measure.score_check`). OpenViking's `score` against the cosine c of the "
+            "query vector and the stored vector of the record it returned (all its records read back with `GET "
+            f"/api/v1/debug/vector/scroll`; hits by level L0/L1/L2: "
+            f"{'/'.join(str(s['openviking_levels'][lv]) for lv in (0, 1, 2))}): |score − (1 + c)/2| "
+            f"{_f(s['openviking_affine'])}; its engine's int8 arithmetic (flat index, `Quant: int8`, clamp((1 + s)/2, "
+            f"0, 1) of the quantised inner product) reproduces it to {_f(s['openviking_int8'])}.  ",
+            f"ovsite against OpenViking on every (URI, level) both return for a query and route: |ovsite score − "
+            f"OpenViking score| {_f(s['all'])}. The embedded texts differ by node kind — OpenViking embeds a file's "
+            "content (memories stripped, resources whole, up to 4096 estimated tokens) and a directory's L0/L1 with a "
+            "`directory:` front matter, ovsite (today) the abstract (a `# Summary` section or the whole short text) — "
+            "so the scale is compared where both stored vectors (ovsite's: "
+            f"{s.get('ovsite_vectors', 'its database')}) are the same (cosine ≥ {measure.SAME_VECTOR}): "
+            f"{_f(same)} (same-vector pairs / pairs by node kind: {kinds}); on those pairs (1 + ovsite score)/2 "
+            f"would differ by {_f(s['same_vector_affine'])}.  ",
+            f"Goal |ovsite − OpenViking| ≤ {goal} on same-vector pairs: {'met' if met else 'NOT met'}"
+            + (f" ({same['max']:.4f})." if same["pairs"] else " (no same-vector pairs).")]
 
 
 def _profile_lines(profiles: dict, clients: int) -> list[str]:
