@@ -37,16 +37,25 @@ def memory(api):
 ])
 def test_searches_in_score_order_use_the_wide_ef_search(api, memory, settings, path, body):
     settings.HNSW_WIDE_EF_SEARCH = 321
-    [statement] = _ef_statements(api, path, body)
-    assert statement.startswith("SET LOCAL hnsw.ef_search = 321; ")  # one round trip with its select
+    # Set for the search alone and set back, so the statement itself can be prepared.
+    assert _ef_statements(api, path, body) == ["SET hnsw.ef_search = 321",
+                                               f"SET hnsw.ef_search = {settings.HNSW_EF_SEARCH}"]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_wide_ef_search_holds_for_its_select_alone():
     setting = Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")
     statement = Statement(nearest=[setting], lexical=[], common=())
-    assert fetch_statement(statement, ef_search=321) == [{"ef": "321"}]
+    assert fetch_statement(statement, ef_search=321, prepare=True) == [{"ef": "321"}]
     assert fetch_statement(statement) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_wide_search_leaves_the_connection_ef_search():
+    with pytest.raises(Exception):
+        fetch_statement(Statement(nearest=[Predicate("(SELECT 1 / 0 AS x)")], lexical=[], common=()), ef_search=321)
+    assert fetch_statement(Statement(nearest=[Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")],
+                                     lexical=[], common=())) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
 
 
 def test_bucket_searches_keep_the_connection_ef_search(api, memory, settings):

@@ -7,6 +7,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
+from psycopg.pq import TransactionStatus
 
 from retrieval.models import LEXICAL_CONFIG
 from retrieval.search.query import Predicate, partition_predicate
@@ -42,27 +43,45 @@ def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
             Predicate(f"(SELECT vector FROM {name})"))
 
 
+# A term more than this share of the store holds is a stop word of this store (PostgreSQL's statistics of the
+# lexemes column, kept by ANALYZE): it would match most rows and weigh next to nothing in BM25, and matching it
+# cost a hybrid /find 3× a vector one at 10k nodes (bench/RESULTS.md, hybrid_latency).
+COMMON_TERM_SHARE = 0.2
+STORE_TERMS = Predicate(
+    "store_terms AS MATERIALIZED (SELECT elem, freq FROM pg_stats, unnest(most_common_elems::text::text[], "
+    "most_common_elem_freqs) AS common(elem, freq) WHERE schemaname = current_schema() "
+    "AND tablename = 'retrieval_context' AND attname = 'lexemes')")
+
+
 def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str]) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Hybrid retrieval"):
 
-    - terms_i: the query's distinct lexemes (`terms`) and `match`, any of them (OR): a question rarely shares all
-      its words with the memory that answers it, and AND-ing them matched almost nothing on conversational memory;
+    - terms_i: the query's distinct lexemes but the store's stop words (`terms`), and `match`, any of them (OR):
+      a question rarely shares all its words with the memory that answers it, and AND-ing them matched almost
+      nothing on conversational memory;
     - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
       holds, and its bucket (one of `buckets`; NULL for a node in none, which still counts for the frequencies);
     - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)) with N and df
       counted among the matches: a term that most matches hold (the user, 用户) weighs little beside a name that
-      few hold, which ts_rank cannot do. Counted in the scope itself, it needs no statistics of the whole store
-      and answers the same for an account whatever the others hold."""
+      few hold, which ts_rank cannot do. Counted in the scope itself, it answers the same for an account whatever
+      the others hold."""
     bucket = ("'all'" if buckets == [EVERYTHING] else
               "CASE " + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
               + " END")
     return [
-        Predicate(f"terms_{index} AS MATERIALIZED (SELECT replace(plainto_tsquery('{LEXICAL_CONFIG}', given)::text, "
-                  f"' & ', ' | ')::tsquery AS match, tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', given)) AS terms "
-                  f"FROM (SELECT ovsite_lexical(%s) AS given) AS query_text)", (text,)),
+        # A lexeme is quoted for the tsquery as a literal is for SQL (a quote doubled); the rare one holding a
+        # backslash, which the two quote differently, is left out. OFFSET 0 keeps the kept terms one subquery,
+        # computed once, where the planner would inline it into each of its three uses.
+        Predicate(f"terms_{index} AS MATERIALIZED (SELECT coalesce(array_to_string(ARRAY(SELECT quote_literal(term) "
+                  f"FROM unnest(kept) AS term), ' | '), '')::tsquery AS match, kept AS terms, ARRAY(SELECT "
+                  f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
+                  f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
+                  f"WHERE strpos(term, chr(92)) = 0 AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s "
+                  f"AND elem IS NOT NULL)) AS kept OFFSET 0) AS query_terms)", (text, COMMON_TERM_SHARE)),
+        # A node's terms by one tsvector probe each (a binary search), not a scan of all its lexemes.
         Predicate(f"matched_{index} AS MATERIALIZED (SELECT {TABLE}.\"id\", length({LEXEMES}) AS size, "
-                  f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index})) AS term "
-                  f"WHERE term = ANY(tsvector_to_array({LEXEMES}))) AS hits, {bucket} AS bucket "
+                  f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index}), (SELECT probes FROM "
+                  f"terms_{index})) AS probe(term, query) WHERE {LEXEMES} @@ probe.query) AS hits, {bucket} AS bucket "
                   f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
                   scope.params),
         Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, ln(1 + ((SELECT count(*) FROM matched_{index}) - df "
@@ -143,7 +162,7 @@ def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tupl
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
     only the few nodes outside every bucket, and no B-tree answers its condition at once."""
-    common, nearest_selects, lexical_selects = [], [], []
+    common, nearest_selects, lexical_selects = [STORE_TERMS] if lexical else [], [], []
     for index, query in enumerate(queries):
         holder, read = shared_vector(f"query_{index}", query.vector)
         common.append(holder)
@@ -159,22 +178,26 @@ def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tupl
 def fetch_statement(statement: Statement, prepare: bool = False, limit: int | None = None,
                     ef_search: int | None = None) -> list[dict]:
     """The statement in one round trip, rows as dicts. With `limit`, only the nearest `limit` rows of all the
-    k-nearest selects come back (the full-text selects are already cut to their count). An `ef_search` other than
-    the connection's applies to this statement alone. With `prepare` (and the connection's ef_search), the
-    statement is bound server-side and prepared once it repeats (see `prepared_cursor`)."""
+    k-nearest selects come back (the full-text selects are already cut to their count). With `prepare`, the
+    statement is bound server-side and prepared once it repeats (see `prepared_cursor`). An `ef_search` other than
+    the connection's applies to this statement alone: set before it and set back after, two short round trips
+    where planning a hybrid statement anew each time (a multi-statement text cannot be prepared) cost 4 ms."""
     if not statement.nearest and not statement.lexical:
         return []
     sql, params = statement_sql(statement, limit)
-    if ef_search is not None and ef_search != settings.HNSW_EF_SEARCH and statement.nearest:
+    widen = ef_search is not None and ef_search != settings.HNSW_EF_SEARCH and statement.nearest
+    if widen:
         with connection.cursor() as cursor:
-            # One round trip, where BEGIN, SET LOCAL, the select and COMMIT were four: a multi-statement query
-            # runs as one implicit transaction, so SET LOCAL ends with the select (inside an atomic block, with it).
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}; {sql}", params)
-            cursor.nextset()
+            cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+    try:
+        with (prepared_cursor() if prepare else connection.cursor()) as cursor:
+            cursor.execute(sql, params)
             return _rows(cursor)
-    with (prepared_cursor() if prepare else connection.cursor()) as cursor:
-        cursor.execute(sql, params)
-        return _rows(cursor)
+    finally:
+        # In a failed transaction the set cannot run, and needs not: its rollback undoes the first one.
+        if widen and connection.connection.info.transaction_status != TransactionStatus.INERROR:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET hnsw.ef_search = {int(settings.HNSW_EF_SEARCH)}")
 
 
 def statement_sql(statement: Statement, limit: int | None = None) -> tuple[str, list]:
