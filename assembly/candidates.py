@@ -57,13 +57,15 @@ def score_candidates(*, caller: Caller, scope: Predicate, spec: FindQuery, queri
                       strong=found.strong)
 
 
-def quota_candidates(*, scope: Predicate, spec: FindQuery, queries: list[SearchQuery], quotas: dict[str, int],
-                     peers: PeerPolicy, partitions: tuple[str, ...], ranking: Ranking) -> Candidates:
+def quota_candidates(*, caller: Caller, scope: Predicate, spec: FindQuery, queries: list[SearchQuery],
+                     quotas: dict[str, int], peers: PeerPolicy, partitions: tuple[str, ...], ranking: Ranking,
+                     pool: int | None = None) -> Candidates:
     """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one;
-    a bucket outside `partitions` (retrieval.search.query.search_partitions) has nothing to find."""
+    a bucket outside `partitions` (retrieval.search.query.search_partitions) has nothing to find. With a `pool`,
+    the quotas are shares of it (retrieval.search.ranking.by_bucket)."""
     active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0 and bucket in partitions]
-    found = by_bucket(spec=spec, scope=peers.restrict(scope), queries=queries, counts=active, columns=COLUMNS,
-                      ranking=ranking)
+    found = by_bucket(caller=caller, spec=spec, scope=peers.restrict(scope), queries=queries, counts=active,
+                      columns=COLUMNS, ranking=ranking, pool=pool)
     searched = {bucket: 0 for bucket, _ in active}
     for row in found.rows:
         searched[row["bucket"]] += 1

@@ -17,6 +17,7 @@ class ContextParams:
     purpose: str | None
     quotas: dict | None  # None: quota-free score order with `limit`
     pool: dict | int  # what the candidate search draws: per bucket (quotas grown to the budget), or `limit`
+    pool_size: int | None  # a purpose's budget-sized pool, its quotas shares of it; None: explicit counts
     events_budget_ratio: float | None
     detail: object
     dedup_turns: int
@@ -88,6 +89,7 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
         purpose=profile.name if profile else None,
         quotas=quotas,
         pool=counts if counts is not None else find.limit,
+        pool_size=pool if counts is not None and not data.get("quotas") else None,
         events_budget_ratio=profile.events_budget_ratio if profile else None,
         detail=data.get("detail") or (profile.detail if profile and profile.detail else "auto"),
         dedup_turns=data.get("dedup_turns", 0),

@@ -80,16 +80,17 @@ def _pinned(candidate: Candidate, caps: Caps) -> str | None:
 
 
 class _Budget:
-    def __init__(self, caps: Caps):
+    def __init__(self, caps: Caps, events_budget: int | None):
         self.caps = caps
+        self.events_budget = events_budget
         self.used = 0
         self.events_used = 0
 
     def fits(self, candidate: Candidate, extra: int) -> bool:
         if self.used + extra > self.caps.max_tokens:
             return False
-        return not (candidate.category == "events" and self.caps.events_budget is not None
-                    and self.events_used + extra > self.caps.events_budget)
+        return not (candidate.category == "events" and self.events_budget is not None
+                    and self.events_used + extra > self.events_budget)
 
     def spend(self, candidate: Candidate, extra: int) -> None:
         self.used += extra
@@ -117,7 +118,6 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
     or a bootstrap slot's own order) — what does not fit becomes a `uri` line, then is dropped; round 1
     directories up to overview; round 2 files up to full, capped per entry."""
     family = caps.family
-    budget = _Budget(caps)
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []
     shells: dict[tuple[str, str], int] = {}
@@ -130,6 +130,28 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             shells[key] = block_cost(candidate, tier, 0, family)
         return shells[key] + (body if tier != "uri" else 0)
 
+    def first_tier(candidate: Candidate) -> tuple[str, int]:
+        tier = _pinned(candidate, caps) or "abstract"
+        return tier, _body_tokens(candidate, tier, family)
+
+    def most(candidate: Candidate) -> int:
+        """What a candidate can cost at most: its pinned tier, or its ceiling with the body capped per entry."""
+        if _pinned(candidate, caps) is not None:
+            return cost_of(candidate, *first_tier(candidate))
+        tier = _ceiling(candidate, caps)
+        body = {"full": candidate.content_tokens, "overview": candidate.overview_tokens}.get(tier)
+        if body is None:
+            return cost_of(candidate, *first_tier(candidate))
+        return cost_of(candidate, tier, min(body, caps.per_entry_cap))
+
+    # The events share keeps room for the other buckets; room they cannot use (no such candidates, or short
+    # ones) goes to events rather than staying empty.
+    events_budget = caps.events_budget
+    if events_budget is not None:
+        others = sum(most(c) for c in candidates if c.category != "events")
+        events_budget = max(events_budget, caps.max_tokens - others)
+    budget = _Budget(caps, events_budget)
+
     def take(candidate: Candidate, tier: str, body: int) -> bool:
         cost = cost_of(candidate, tier, body)
         if not budget.fits(candidate, cost):
@@ -139,8 +161,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         return True
 
     for candidate in candidates:
-        tier = _pinned(candidate, caps) or "abstract"
-        if not take(candidate, tier, _body_tokens(candidate, tier, family)) and not take(candidate, "uri", 0):
+        if not take(candidate, *first_tier(candidate)) and not take(candidate, "uri", 0):
             dropped.append(candidate)
 
     def upgrade(candidate: Candidate, tier: str, body: int) -> None:
@@ -159,8 +180,8 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             continue
         current = chosen[candidate.uri]
         room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
-        if candidate.category == "events" and caps.events_budget is not None:
-            room = min(room, caps.events_budget - budget.events_used + current.cost - cost_of(candidate, "full", 0))
+        if candidate.category == "events" and events_budget is not None:
+            room = min(room, events_budget - budget.events_used + current.cost - cost_of(candidate, "full", 0))
         body = min(candidate.content_tokens, caps.per_entry_cap, room)
         # The whole content is worth it (the client then needs no read); a cut head must say clearly more than
         # the abstract it replaces, or the budget is better left unspent.

@@ -77,13 +77,24 @@ def test_per_bucket_detail_map_pins_only_named_buckets():
     assert tiers(plan) == {"e.md": "abstract", "p.md": "full"}
 
 
-def test_events_budget_ratio_bounds_the_events_share():
-    events = [memory(f"e{i}", 0.9 - i / 100, content_tokens=200) for i in range(4)]
+def test_events_budget_ratio_keeps_room_for_the_other_buckets():
+    events = [memory(f"e{i}", 0.9 - i / 100, content_tokens=200) for i in range(8)]
+    others = [memory(f"p{i}", 0.5, category="preferences", content_tokens=200) for i in range(4)]
+    plan = plan_tiers(events + others, Caps(max_tokens=1000, events_budget=300))
+    events_cost = sum(e.cost for e in plan.entries if e.candidate.category == "events")
+    assert events_cost <= 300
+    assert tiers(plan)["p0.md"] == "full"
+
+
+def test_room_the_other_buckets_cannot_use_goes_to_events():
+    events = [memory(f"e{i}", 0.9 - i / 100, content_tokens=200) for i in range(8)]
     pref = memory("p", 0.5, category="preferences", content_tokens=200)
     plan = plan_tiers(events + [pref], Caps(max_tokens=1000, events_budget=300))
     events_cost = sum(e.cost for e in plan.entries if e.candidate.category == "events")
-    assert events_cost <= 300
-    assert tiers(plan)["p.md"] == "full"
+    pref_cost = sum(e.cost for e in plan.entries if e.candidate.category == "preferences")
+    assert tiers(plan)["p.md"] == "full" and 300 < events_cost <= 1000 - pref_cost
+    alone = plan_tiers(events, Caps(max_tokens=1000, events_budget=300))
+    assert alone.used_tokens > 900  # nothing else wants the room: the budget is not left empty
 
 
 def test_planner_serves_candidates_in_the_order_given_not_by_score():

@@ -212,3 +212,19 @@ def _store_size() -> int:
             cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Context._meta.db_table])
             _store_size_read[:] = [now, max(0, int(cursor.fetchone()[0]))]
     return _store_size_read[1]
+
+
+_account_sizes: dict[int, tuple[float, int]] = {}  # account → (when, searchable nodes): counted again after a minute
+
+
+def account_size(account_id: int) -> int:
+    """The account's searchable nodes, BM25's N (retrieval.search.statements.lexical_terms): counted at most once
+    a minute per process, not per request, since idf moves little as a store grows."""
+    now = time.monotonic()
+    read = _account_sizes.get(account_id)
+    if read is None or now - read[0] > 60:
+        with connection.cursor() as cursor:
+            cursor.execute('SELECT count(*) FROM "retrieval_context" WHERE "account_id" = %s AND "state" = %s',
+                           [account_id, "ready"])
+            read = _account_sizes[account_id] = (now, cursor.fetchone()[0])
+    return read[1]

@@ -7,7 +7,7 @@ from django.conf import settings
 from ovsite.auth import Caller
 from profiles.selectors import current_settings
 from retrieval.search.fusion import Ranking, above_threshold, fuse, relevance_cut
-from retrieval.search.query import FindQuery, Predicate, score_order_scans
+from retrieval.search.query import FindQuery, Predicate, account_size, score_order_scans
 from retrieval.search.statements import EVERYTHING, SearchQuery, fetch_statement, search_statement
 
 
@@ -38,7 +38,8 @@ def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: l
     partitions = score_order_scans(caller, spec)
     nearest = [(label, limit) for label in partitions or (EVERYTHING,)] if ranking.nearest else []
     lexical = [(EVERYTHING, limit)] if ranking.lexical else []
-    statement = search_statement(scope, queries, columns, nearest, lexical)
+    statement = search_statement(scope, queries, columns, nearest, lexical,
+                                 account_size(caller.account_id) if lexical else 0)
     # One query: its nearest `limit` of all partitions are the answer, so only they come back.
     rows = fetch_statement(statement, prepare=True, limit=limit if len(queries) == 1 else None,
                            ef_search=settings.HNSW_WIDE_EF_SEARCH)
@@ -47,20 +48,28 @@ def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: l
     return Found(served, below, ranking, strong)
 
 
-def by_bucket(*, spec: FindQuery, scope: Predicate, queries: list[SearchQuery], counts: list[tuple[str, int]],
-              columns: tuple[str, ...], ranking: Ranking) -> Found:
+def by_bucket(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: list[SearchQuery],
+              counts: list[tuple[str, int]], columns: tuple[str, ...], ranking: Ranking,
+              pool: int | None = None) -> Found:
     """Each bucket's `count` best for any of `queries` (buckets searched on their own, so a weak bucket is not
     crowded out by a strong one), fused within the bucket, at or above `spec.score_threshold`; rows carry their
-    `bucket`, best first within it."""
-    statement = search_statement(scope, queries, columns, counts if ranking.nearest else [],
-                                 counts if ranking.lexical else [])
+    `bucket`, best first. With a `pool`, the counts are shares of it: places a bucket cannot fill (it holds too
+    few candidates) go to the best of the others, so a store of one kind still fills its pool."""
+    fetch = [(bucket, max(count, pool or 0)) for bucket, count in counts]
+    statement = search_statement(scope, queries, columns, fetch if ranking.nearest else [],
+                                 fetch if ranking.lexical else [],
+                                 account_size(caller.account_id) if ranking.lexical else 0)
     kept, below = above_threshold(fuse(fetch_statement(statement, prepare=True), ranking, grouped=True),
                                   spec.score_threshold, ranking)
     room = dict(counts)
-    rows = []
-    for row in kept:
+    chosen, spare = set(), []
+    for index, row in enumerate(kept):
         if room[row["bucket"]] > 0:
             room[row["bucket"]] -= 1
-            rows.append(row)
-    served, strong = relevance_cut(rows, ranking.relevance_floor)
+            chosen.add(index)
+        else:
+            spare.append(index)
+    if pool is not None:
+        chosen.update(spare[:max(0, pool - len(chosen))])
+    served, strong = relevance_cut([kept[index] for index in sorted(chosen)], ranking.relevance_floor)
     return Found(served, below, ranking, strong)

@@ -53,7 +53,8 @@ STORE_TERMS = Predicate(
     "AND tablename = 'retrieval_context' AND attname = 'lexemes')")
 
 
-def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str]) -> list[Predicate]:
+def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
+                  scope_size: int) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Hybrid retrieval"):
 
     - terms_i: the query's distinct lexemes but the store's stop words (`terms`), and `match`, any of them (OR):
@@ -61,10 +62,10 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str]) -
       nothing on conversational memory;
     - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
       holds, and its bucket (one of `buckets`; NULL for a node in none, which still counts for the frequencies);
-    - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)) with N and df
-      counted among the matches: a term that most matches hold (the user, 用户) weighs little beside a name that
-      few hold, which ts_rank cannot do. Counted in the scope itself, it answers the same for an account whatever
-      the others hold."""
+    - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)), df counted
+      among the matches and N the scope's size (`scope_size`, or the matches when more): a term that most nodes
+      hold (the user, 用户) weighs little beside a name that few hold, which ts_rank cannot do. Counted in the
+      account, it answers the same whatever other accounts hold."""
     bucket = ("'all'" if buckets == [EVERYTHING] else
               "CASE " + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
               + " END")
@@ -84,9 +85,10 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str]) -
                   f"terms_{index})) AS probe(term, query) WHERE {LEXEMES} @@ probe.query) AS hits, {bucket} AS bucket "
                   f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
                   scope.params),
-        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, ln(1 + ((SELECT count(*) FROM matched_{index}) - df "
-                  f"+ 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, (SELECT count(*) FROM matched_{index} "
-                  f"WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM terms_{index})) AS term) AS counted)"),
+        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, ln(1 + (greatest(%s, (SELECT count(*) FROM "
+                  f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, (SELECT count(*) "
+                  f"FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM terms_{index})) "
+                  f"AS term) AS counted)", (scope_size,)),
     ]
 
 
@@ -157,7 +159,7 @@ def _within(scope: Predicate, label: str) -> Predicate:
 
 
 def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tuple[str, ...],
-                     nearest: list[tuple[str, int]], lexical: list[tuple[str, int]]) -> Statement:
+                     nearest: list[tuple[str, int]], lexical: list[tuple[str, int]], scope_size: int = 0) -> Statement:
     """One statement for every (scan, query): a k-nearest select per `nearest` (label, count) and one full-text
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
@@ -167,7 +169,7 @@ def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tupl
         holder, read = shared_vector(f"query_{index}", query.vector)
         common.append(holder)
         if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
-            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical])
+            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size)
             lexical_selects.append(lexical_select(index, read, columns, lexical))
         nearest_selects += [nearest_select(_within(scope, label), read, columns, count, label, index,
                                            gate=label not in (EVERYTHING, "other"), lexical=bool(lexical))
