@@ -5,6 +5,8 @@ request → [expansion] → candidates → dedup/exclude → plan (pure) → fet
 
 mode="bootstrap" runs the same kernel with the slot manifest as its provider (`assemble_bootstrap`).
 """
+from dataclasses import replace
+
 from assembly import bootstrap
 from assembly import candidates as providers
 from assembly.dedup import drop_served
@@ -25,6 +27,9 @@ from sessions_app import ledger
 from sessions_app.selectors import find_session
 
 DEGRADE = {"full": "abstract", "overview": "abstract", "abstract": "uri"}
+# The share of max_tokens a /recall below its relevance floor may use: the store most likely does not hold the
+# answer, and an auto-recall injects this block on every turn (docs/retrieval.md, "Thresholds").
+WEAK_EVIDENCE_SHARE = 0.25
 
 
 def _source_caps(settings_row) -> dict:
@@ -133,6 +138,9 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}
         filtered = drop_served(found.items, exclude=set(params.exclude_uris), cooled=cooled)
     caps = _caps(params, settings_row)
+    if found.strong is False:  # below /recall's relevance floor: a short share of abstracts and pointers
+        caps = replace(caps, detail="abstract", max_tokens=int(params.max_tokens * WEAK_EVIDENCE_SHARE),
+                       events_budget=None)
     with timings.stage("plan"):
         plan = plan_tiers(filtered.kept, caps)
     with timings.stage("fetch"):

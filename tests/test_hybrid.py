@@ -171,9 +171,12 @@ def test_grouped_fusion_keeps_a_node_per_bucket():
     assert {r["bucket"] for r in fuse(rows, Ranking("vector", 0.0), grouped=True)} == {"events", "entities"}
 
 
-def test_below_the_relevance_floor_only_the_best_is_served():
-    rows = [{"fused": 0.1, "uri": "a"}, {"fused": 0.15, "uri": "b"}]
-    assert relevance_cut(rows, 0.2) == ([rows[1]], False)
+def test_below_the_relevance_floor_only_the_best_by_fusion_and_by_score_are_served():
+    rows = [{"fused": 0.15, "score": 0.6, "uri": "a"}, {"fused": 0.12, "score": 0.7, "uri": "b"},
+            {"fused": 0.1, "score": 0.65, "uri": "c"}]
+    assert relevance_cut(rows, 0.2) == (rows[:2], False)
+    assert relevance_cut([rows[0], rows[2]], 0.2) == ([rows[0], rows[2]], False)
+    assert relevance_cut([rows[0]], 0.2) == ([rows[0]], False)
     assert relevance_cut(rows, 0.12) == (rows, True)
     assert relevance_cut(rows, None) == (rows, None)
 
@@ -197,11 +200,12 @@ def test_stats_say_which_threshold_applied_and_where_it_came_from(names):
     assert threshold(SEARCH, mode="context", purpose="coding")["source"] == "settings"
 
 
-def test_below_the_relevance_floor_recall_serves_only_its_best_candidate(names):
+def test_below_the_relevance_floor_recall_serves_only_its_best_candidates(names):
     query = {"query": "Caroline and Melanie", "max_tokens": 1600}
     RetrievalSettings.objects.update_or_create(pk=1, defaults={"recall_relevance_floor": 0.99})
     stats = names.post(RECALL, query)[1]["result"]["stats"]
-    assert stats["threshold"]["strong"] is False and stats["returned"] == 1, stats
+    assert stats["threshold"]["strong"] is False and stats["returned"] in (1, 2), stats
+    assert stats["used_tokens"] <= 1600 * 0.25 and stats["tier_counts"]["full"] == 0
     RetrievalSettings.objects.update_or_create(pk=1, defaults={"recall_relevance_floor": 0.01})
     stats = names.post(RECALL, query)[1]["result"]["stats"]
     assert stats["threshold"]["strong"] is True and stats["returned"] == 4, stats

@@ -73,10 +73,14 @@ def above_threshold(rows: list[dict], threshold: float | None, ranking: Ranking)
 
 def relevance_cut(rows: list[dict], floor: float | None) -> tuple[list[dict], bool | None]:
     """(the rows to serve, whether the evidence was strong; None without a floor). When even the best row's fused
-    value is below the floor, the store most likely does not hold the answer: only that best row is served, so an
-    auto-recall injects one pointer instead of a budget of filler, and never nothing when something was found
-    (docs/retrieval.md, "Thresholds")."""
+    value is below the floor, the store most likely does not hold the answer: only that row and the best by score
+    (the vector side's best, when another: a question in one language about an item in another shares no words
+    with it) are served, in rank order, so an auto-recall injects a pointer or two instead of a budget of filler,
+    and never nothing when something was found (docs/retrieval.md, "Thresholds")."""
     if floor is None or not rows:
         return rows, None
     best = max(rows, key=lambda row: row["fused"])
-    return (rows, True) if best["fused"] >= floor else ([best], False)
+    if best["fused"] >= floor:
+        return rows, True
+    nearest = max(rows, key=lambda row: row["score"])
+    return [row for row in rows if row is best or row is nearest], False
