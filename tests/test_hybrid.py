@@ -228,6 +228,14 @@ def test_calibrate_scores_derives_and_saves_a_floor_for_the_embedder_in_use(name
     assert row.relevance_calibrated_at is not None and f"relevance floor {row.recall_relevance_floor}" in out.getvalue()
 
 
+def test_calibrate_scores_refuses_lexical_mode(names):
+    from django.core.management.base import CommandError
+
+    RetrievalSettings.objects.update_or_create(pk=1, defaults={"search_mode": "lexical"})
+    with pytest.raises(CommandError, match="no chance level"):
+        call_command("calibrate_scores", stdout=io.StringIO())
+
+
 def test_calibrate_scores_refuses_an_empty_store(db):
     from django.core.management.base import CommandError
 
