@@ -106,8 +106,10 @@ class LLMUsageAdmin(ReadOnlyLedgerAdmin):
 @admin.register(RecallEvent)
 class RecallEventAdmin(ReadOnlyLedgerAdmin):
     list_display = ("created_at", "endpoint", "purpose", "account", "used_tokens", "max_tokens", "returned",
-                    "dropped", "cooled", "query_expansion", "rewrite", "latency_ms")
-    list_filter = ("endpoint", "purpose", "query_expansion", "rewrite")
+                    "dropped", "cooled", "search_mode", "score_threshold", "threshold_source", "below_threshold",
+                    "relevance_strong", "query_expansion", "rewrite", "latency_ms")
+    list_filter = ("endpoint", "purpose", "search_mode", "threshold_source", "relevance_strong", "query_expansion",
+                   "rewrite")
     search_fields = ("purpose", "account__name")
     date_hierarchy = "created_at"
 

@@ -228,6 +228,15 @@ class RecallEvent(models.Model):
     tier_uri = models.PositiveIntegerField(default=0)
     query_expansion = models.CharField(max_length=8, blank=True, default="off")
     rewrite = models.CharField(max_length=8, blank=True, default="off")
+    # Why a block is what it is (stats.search_mode and stats.threshold, docs/retrieval.md); blank for bootstrap.
+    search_mode = models.CharField(max_length=8, blank=True, default="")
+    score_threshold = models.FloatField(null=True, blank=True)
+    threshold_source = models.CharField(max_length=16, blank=True, default="",
+                                        help_text="request, recall_preset, purpose or settings")
+    below_threshold = models.PositiveIntegerField(default=0, help_text="candidates the threshold cut")
+    relevance_strong = models.BooleanField(null=True, blank=True,
+                                           help_text="whether the best candidate reached /recall's relevance "
+                                                     "floor (blank: no floor applied)")
     latency_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

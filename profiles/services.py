@@ -20,7 +20,8 @@ ROLL_UP_LOCK = 0x5245_4341  # pg_advisory_xact_lock key of the roll-up ("RECA")
 # The event's columns in the order `_event_row` gives them.
 _EVENT_COLUMNS = ("endpoint", "purpose", "account_id", "max_tokens", "used_tokens", "candidates", "returned",
                   "dropped", "cooled", "tier_full", "tier_overview", "tier_abstract", "tier_uri", "query_expansion",
-                  "rewrite", "latency_ms", "created_at")
+                  "rewrite", "search_mode", "score_threshold", "threshold_source", "below_threshold",
+                  "relevance_strong", "latency_ms", "created_at")
 _EVENT_VALUES = ", ".join(["%s"] * len(_EVENT_COLUMNS))
 _INSERT_EVENT = f"INSERT INTO {RecallEvent._meta.db_table} ({', '.join(_EVENT_COLUMNS)}) "
 # One statement, one round trip, committed without waiting for the WAL flush: set_config(..., true) lasts for the
@@ -32,10 +33,12 @@ _INSERT_EVENT_RELAXED = (f"WITH relaxed AS (SELECT set_config('synchronous_commi
 
 def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> list:
     tiers = stats["tier_counts"]
+    threshold = stats.get("threshold") or {}  # a bootstrap has none
     return [endpoint, stats["purpose"] or "", account_id or None, stats["max_tokens"], stats["used_tokens"],
             stats["candidates"], stats["returned"], stats["dropped"], stats["dedup"]["cooled"], tiers["full"],
             tiers["overview"], tiers["abstract"], tiers["uri"], stats["query_expansion"], stats["rewrite"],
-            latency_ms, timezone.now()]
+            stats.get("search_mode", ""), threshold.get("score_threshold"), threshold.get("source", ""),
+            threshold.get("below", 0), threshold.get("strong"), latency_ms, timezone.now()]
 
 
 def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> None:

@@ -16,7 +16,8 @@ from sessions_app.models import Session
 
 SEARCH, RECALL = "/api/v1/search/search", "/api/v1/search/recall"
 EVENT_FIELDS = ("endpoint", "purpose", "max_tokens", "used_tokens", "candidates", "returned", "dropped", "cooled",
-                "tier_full", "tier_overview", "tier_abstract", "tier_uri", "query_expansion", "rewrite")
+                "tier_full", "tier_overview", "tier_abstract", "tier_uri", "query_expansion", "rewrite",
+                "search_mode", "score_threshold", "threshold_source", "below_threshold", "relevance_strong")
 
 
 @pytest.fixture
@@ -43,7 +44,10 @@ def event_of(stats: dict, endpoint: str) -> dict:
             "used_tokens": stats["used_tokens"], "candidates": stats["candidates"], "returned": stats["returned"],
             "dropped": stats["dropped"], "cooled": stats["dedup"]["cooled"], "tier_full": tiers["full"],
             "tier_overview": tiers["overview"], "tier_abstract": tiers["abstract"], "tier_uri": tiers["uri"],
-            "query_expansion": stats["query_expansion"], "rewrite": stats["rewrite"]}
+            "query_expansion": stats["query_expansion"], "rewrite": stats["rewrite"],
+            "search_mode": stats["search_mode"], "score_threshold": stats["threshold"]["score_threshold"],
+            "threshold_source": stats["threshold"]["source"], "below_threshold": stats["threshold"]["below"],
+            "relevance_strong": stats["threshold"]["strong"]}
 
 
 def test_search_context_records_one_event_matching_its_stats(corpus):
