@@ -346,22 +346,9 @@ def render(corpus, questions: list, run: dict, modes: list[str], command: str, s
 
 def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[dict, str]:
     """Migrates and empties the bench database, then measures a gunicorn of this checkout on it."""
-    import find_latency as common  # configures the environment (dev mode, no DATABASE_URL) before Django loads
+    from quality import _local_database
 
-    common.BENCH_DB = DB
-    os.environ["OVSITE_PG_DATABASE"] = DB
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
-
-    embedded_pg.start_configured(DB)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
+    common = _local_database(DB)
     with common.raw_connection() as conn:  # an earlier run's turns (or another corpus's) must not compete
         conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     # find_latency turns the query-vector cache off for its timings; here only the answers count, and every query

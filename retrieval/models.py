@@ -31,7 +31,7 @@ BUCKET_CONDITIONS = {
 # holds any node they do not place, so no search can miss it.
 SEARCH_PARTITIONS = {**BUCKET_CONDITIONS, "other": ~reduce(operator.or_, BUCKET_CONDITIONS.values())}
 
-# The lexical index (docs/retrieval.md, "Hybrid retrieval"): English stemming and stop words; ovsite_lexical
+# The lexical index (docs/retrieval.md, "Search modes"): English stemming and stop words; ovsite_lexical
 # (migration 0008) cuts runs of Chinese, Japanese and Korean, which PostgreSQL's parser leaves whole, into
 # overlapping character pairs, and a query is cut the same way. A node's content counts up to its first
 # LEXICAL_CONTENT_CHARS characters (a tsvector holds at most 1 MB); a parsed document's sections are nodes of

@@ -44,8 +44,8 @@ def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
 
 
 # A term more than this share of the store holds is a stop word of this store (PostgreSQL's statistics of the
-# lexemes column, kept by ANALYZE): it would match most rows and weigh next to nothing in BM25, and matching it
-# cost a hybrid /find 3× a vector one at 10k nodes (bench/RESULTS.md, hybrid_latency).
+# lexemes column, kept by ANALYZE): it weighs next to nothing in BM25, yet matching it means ranking that share of
+# the store ("user" is in 36 % of bench/find_latency.py's corpus, "summari" in 69 %).
 COMMON_TERM_SHARE = 0.2
 STORE_TERMS = Predicate(
     "store_terms AS MATERIALIZED (SELECT elem, freq FROM pg_stats, unnest(most_common_elems::text::text[], "
@@ -55,7 +55,7 @@ STORE_TERMS = Predicate(
 
 def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
                   scope_size: int) -> list[Predicate]:
-    """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Hybrid retrieval"):
+    """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Search modes"):
 
     - terms_i: the query's distinct lexemes but the store's stop words (`terms`), and `match`, any of them (OR):
       a question rarely shares all its words with the memory that answers it, and AND-ing them matched almost
