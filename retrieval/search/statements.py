@@ -85,10 +85,11 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
                   f"terms_{index})) AS probe(term, query) WHERE {LEXEMES} @@ probe.query) AS hits, {bucket} AS bucket "
                   f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
                   scope.params),
-        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, ln(1 + (greatest(%s, (SELECT count(*) FROM "
-                  f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, (SELECT count(*) "
-                  f"FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM terms_{index})) "
-                  f"AS term) AS counted)", (scope_size,)),
+        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, probe, ln(1 + (greatest(%s, (SELECT count(*) FROM "
+                  f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, (SELECT "
+                  f"count(*) FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM "
+                  f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe)) AS counted)",
+                  (scope_size,)),
     ]
 
 
@@ -107,7 +108,7 @@ def _coverage(lexemes: str, index: int | None) -> str:
     without a lexical side."""
     if index is None:
         return "NULL::real"
-    return (f"((SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE term = ANY(tsvector_to_array({lexemes}))) "
+    return (f"((SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE {lexemes} @@ probe) "
             f"/ (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}))::real")
 
 
