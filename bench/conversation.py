@@ -360,8 +360,7 @@ def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[
         run = measure(server.url, None, corpus, questions, modes, clients, remove_after=False)
     finally:
         server.stop()
-    command = server.command.replace(str(ROOT), ".").replace(f":{server.port}", ":PORT")
-    return run, f"gunicorn `{command}` of this checkout, database `{DB}` (emptied first), dev mode"
+    return run, f"gunicorn `{server.command}` of this checkout, database `{DB}` (emptied first), dev mode"
 
 
 def main() -> int:

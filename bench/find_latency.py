@@ -556,7 +556,8 @@ class Server(ServerProcess):
         cmd = [str(ROOT / ".venv" / "bin" / "gunicorn"), "ovsite.wsgi", "-b", f"127.0.0.1:{self.port}",
                "-w", str(self.workers), "-k", "gthread", "--threads", str(self.threads), "--keep-alive", "120",
                "--timeout", "120", "--chdir", str(ROOT), "--log-level", "warning"]
-        self.command = " ".join(cmd[1:])
+        # As a reader runs it from the checkout: no machine's paths or port in a results file.
+        self.command = " ".join(cmd[1:]).replace(str(ROOT), ".").replace(f":{self.port}", ":PORT")
         self._launch(cmd, env, ROOT, timeout_s)
 
 

@@ -77,8 +77,7 @@ def run(args) -> dict:
                     sample["hits"].append(result["total"] if "total" in result else result["stats"]["returned"])
     finally:
         server.stop()
-    command = server.command.replace(str(corpus.ROOT), ".").replace(f":{server.port}", ":PORT")
-    return {"loaded": loaded, "samples": samples, "server_command": command, "size": args.size,
+    return {"loaded": loaded, "samples": samples, "server_command": server.command, "size": args.size,
             "queries": args.queries}
 
 
