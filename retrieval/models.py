@@ -33,8 +33,8 @@ SEARCH_PARTITIONS = {**BUCKET_CONDITIONS, "other": ~reduce(operator.or_, BUCKET_
 
 # The lexical index (docs/retrieval.md, "Search modes"): English stemming and stop words; ovsite_lexical
 # (migration 0008) cuts runs of Chinese, Japanese and Korean, which PostgreSQL's parser leaves whole, into
-# overlapping character pairs, and a query is cut the same way. A node's content counts up to its first
-# LEXICAL_CONTENT_CHARS characters (a tsvector holds at most 1 MB); a parsed document's sections are nodes of
+# overlapping character pairs, and a query is cut the same way. A file's content counts up to its first
+# LEXICAL_CONTENT_CHARS characters (a tsvector holds at most 1 MB); a parsed document's sections are files of
 # their own, each indexed whole.
 LEXICAL_CONFIG = "english"
 LEXICAL_CONTENT_CHARS = 100_000
@@ -79,9 +79,12 @@ class Context(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     # Computed by PostgreSQL from the three levels on every write (write path, bulk load, reembed alike), so it
     # can never lag them; abstracts weigh most, then overviews, then content.
+    # A directory's content is a parsed document's whole text, which its sections index already; left out, it is
+    # not tokenised again on every refresh of the directory's overview.
     lexemes = models.GeneratedField(
         expression=_lexical("abstract", "A") + _lexical("overview", "B")
-        + _lexical(Left("content", LEXICAL_CONTENT_CHARS), "C"),
+        + _lexical(models.Case(models.When(kind="file", then=Left("content", LEXICAL_CONTENT_CHARS)),
+                               default=models.Value("")), "C"),
         output_field=SearchVectorField(), db_persist=True)
 
     class Meta:

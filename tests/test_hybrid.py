@@ -304,3 +304,20 @@ def test_migrated_thresholds_keep_their_meaning_and_recall_moves_to_context_s():
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_a_files_content_is_indexed_and_a_directorys_whole_document_text_is_not():
+    """A directory's content is a parsed document's text, which its sections index already."""
+    from django.utils import timezone
+
+    from ovsite.models import Account
+    from retrieval.models import Context
+
+    account, now = Account.objects.create(name="lexemes"), timezone.now()
+    for kind in ("file", "dir"):
+        Context.objects.create(account=account, uri=f"viking://resources/{kind}", parent_uri="viking://resources",
+                               kind=kind, context_type="resource", content="zephyrine installer",
+                               overview="an outline", created_at=now, updated_at=now)
+    rows = dict(Context.objects.filter(account=account).values_list("kind", "lexemes"))
+    assert "zephyrin" in rows["file"] and "zephyrin" not in rows["dir"] and "outlin" in rows["dir"]
