@@ -331,7 +331,6 @@ def score_check(clients: dict, model_url: str, queries: list[str], our_vectors=N
         "openviking_levels": {lv: sum(1 for f in fit if f["key"][1] == lv) for lv in (0, 1, 2)},
         "all": _spread([abs(p["ovsite"] - p["openviking"]) for p in scored]),
         "same_vector": _spread([abs(p["ovsite"] - p["openviking"]) for p in same]),
-        "same_vector_affine": _spread([abs((1 + p["ovsite"]) / 2 - p["openviking"]) for p in same]),
         "kinds": {kind: {"pairs": sum(1 for p in scored if p["kind"] == kind),
                          "same_vector": sum(1 for p in same if p["kind"] == kind)}
                   for kind in sorted({p["kind"] for p in scored})},

@@ -300,8 +300,7 @@ def _score_lines(s: dict | None) -> list[str]:
             "`directory:` front matter, ovsite (today) the abstract (a `# Summary` section or the whole short text) — "
             "so the scale is compared where both stored vectors (ovsite's: "
             f"{s.get('ovsite_vectors', 'its database')}) are the same (cosine ≥ {measure.SAME_VECTOR}): "
-            f"{_f(same)} (same-vector pairs / pairs by node kind: {kinds}); on those pairs (1 + ovsite score)/2 "
-            f"would differ by {_f(s['same_vector_affine'])}.  ",
+            f"{_f(same)} (same-vector pairs / pairs by node kind: {kinds}).  ",
             f"Goal |ovsite − OpenViking| ≤ {goal} on same-vector pairs: {'met' if met else 'NOT met'}"
             + (f" ({same['max']:.4f})." if same["pairs"] else " (no same-vector pairs).")]
 

@@ -41,7 +41,7 @@ HYBRID_DEPTH = 50
 
 def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: list[SearchQuery], limit: int,
                 columns: tuple[str, ...], ranking: Ranking) -> Found:
-    """The `limit` best of `scope` for any of `queries`, fused, at or above `spec.score_threshold`. The k-nearest
+    """The `limit` best of `scope` for any of `queries`, fused, above `spec.score_threshold`. The k-nearest
     side walks the whole table's graph or the search partitions (`score_order_scans`); the full-text side reads
     the one GIN index, BM25 over the matches."""
     depth = max(limit, HYBRID_DEPTH) if ranking.mode == "hybrid" else limit
@@ -62,7 +62,7 @@ def by_bucket(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: lis
               counts: list[tuple[str, int]], columns: tuple[str, ...], ranking: Ranking,
               pool: int | None = None) -> Found:
     """Each bucket's `count` best for any of `queries` (buckets searched on their own, so a weak bucket is not
-    crowded out by a strong one), fused within the bucket, at or above `spec.score_threshold`; rows carry their
+    crowded out by a strong one), fused within the bucket, above `spec.score_threshold`; rows carry their
     `bucket`, best first. With a `pool`, the counts are shares of it: places a bucket cannot fill (it holds too
     few candidates) go to the best of the others, so a store of one kind still fills its pool."""
     fetch = [(bucket, max(count, pool or 0)) for bucket, count in counts]
