@@ -127,9 +127,10 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     ranking = ranking_for(params.find, settings_row, relevance_floor=params.relevance_floor)
     with timings.stage("candidates"):
         if params.quotas is not None:
-            found = providers.quota_candidates(caller=caller, scope=scope, spec=params.find, queries=queries, quotas=params.pool,
-                                               peers=peers, partitions=search_partitions(caller, params.find),
-                                               ranking=ranking, pool=params.pool_size)
+            found = providers.quota_candidates(caller=caller, scope=scope, spec=params.find, queries=queries,
+                                               quotas=params.pool, peers=peers,
+                                               partitions=search_partitions(caller, params.find), ranking=ranking,
+                                               pool=params.pool_size)
         else:
             found = providers.score_candidates(caller=caller, scope=scope, spec=params.find, queries=queries,
                                                limit=params.find.limit, peers=peers, ranking=ranking)

@@ -52,7 +52,8 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
 
 
 def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expansion: str) -> tuple[dict, Timings]:
-    """The /find result, or with a session the merge of the expanded queries' /find results, plus `query_plan`.
+    """The /find result, or with a session one search of all the expanded queries (each hit at its best), plus
+    `query_plan`.
     Without a session_id it is /find itself, byte for byte (DESIGN.md §4)."""
     timings = Timings()
     if not session_id:

@@ -92,8 +92,8 @@ TEMPLATES = [
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # The searches in score order (/find, list mode, context without quotas), per statement. Below
 # PARTITIONED_SEARCH_FROM nodes they walk the whole-table graph, at or above it one graph per search partition
-# (retrieval.search.query.score_order_scans): at 10k one scan of the whole graph at ef_search 400 found the exact top 10
-# in 2.8 ms of SQL, the partitions' scans at 200 took 7.4; at 100k the whole graph found 0.92 at 400 and the
+# (retrieval.search.query.score_order_scans): at 10k one scan of the whole graph at ef_search 400 found the exact
+# top 10 in 2.8 ms of SQL, the partitions' scans at 200 took 7.4; at 100k the whole graph found 0.92 at 400 and the
 # partitions 0.97 at 40, at 1M 0.74 against 0.95 at 100 (bench/RESULTS.md, scale, find_latency).
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
 PARTITIONED_SEARCH_FROM = env.int("OVSITE_PARTITIONED_SEARCH_FROM", default=50000)
@@ -161,9 +161,10 @@ if DB_POOL:
         # A request waits as long for a pooled connection as for a new one, then answers 503 UNAVAILABLE.
         "timeout": DATABASES["default"]["OPTIONS"]["connect_timeout"],
     }
-# Server-side prepared statements for the statements ovsite binds server-side (retrieval.search.statements.prepared_cursor: the
-# per-bucket quota search, whose plan cost 1.6-2 ms a request, and the executor's fetch). Off behind a
-# transaction-mode connection pooler (PgBouncer before 1.21), where a prepared statement does not follow the session.
+# Server-side prepared statements for the statements ovsite binds server-side
+# (retrieval.search.statements.prepared_cursor: the searches, the per-bucket one's plan costing 1.6-2 ms a request,
+# and the executor's fetch). Off behind a transaction-mode connection pooler (PgBouncer before 1.21), where a
+# prepared statement does not follow the session.
 DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
 if DB_PREPARED_STATEMENTS:
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 1

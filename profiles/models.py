@@ -7,7 +7,7 @@ BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "ski
 TIERS = ("abstract", "overview", "full")
 DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
 TIER_CHOICES = [(t, t) for t in TIERS]
-SEARCH_MODE_CHOICES = [("hybrid", "hybrid: vector and lexical ranks fused"), ("vector", "vector: cosine only"),
+SEARCH_MODE_CHOICES = [("hybrid", "hybrid: cosine and lexical coverage fused"), ("vector", "vector: cosine only"),
                        ("lexical", "lexical: full-text rank only")]
 TOKENIZER_CHOICES = [("o200k", "o200k (GPT-4o family)"), ("cl100k", "cl100k (GPT-4 family)"),
                      ("qwen", "Qwen"), ("deepseek", "DeepSeek")]
@@ -116,7 +116,7 @@ class RetrievalSettings(models.Model):
         help_text="How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).")
     hybrid_lexical_weight = models.FloatField(
         default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="In hybrid mode, the lexical ranks' weight in the fusion; the vector ranks weigh the rest "
+        help_text="In hybrid mode, the lexical side's weight w in the fusion (1 − w) × cosine + w × coverage "
                   "(default 0.5; docs/retrieval.md has the measurements).")
     lexical_rescue_coverage = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],

@@ -55,7 +55,7 @@ class FindRequest(StrictSerializer):
     level = LevelField(required=False, allow_null=True)
     read_content = serializers.BooleanField(default=False)
     search_mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True,
-                                          help_text="hybrid (vector and lexical ranks fused), vector or lexical; "
+                                          help_text="hybrid (cosine and lexical coverage fused), vector or lexical; "
                                                     "default: the operator's setting (hybrid)")
     telemetry = TELEMETRY
 

@@ -1,7 +1,7 @@
 """In a large store, searches in score order walk one partial HNSW index per search partition and merge
-(retrieval.search.query.score_order_scans): every searchable node is in exactly one partition, target URIs rule partitions
-out without losing a hit, and the merged hits are the nearest of them all, best first. A small store's walk the
-whole table's graph."""
+(retrieval.search.query.score_order_scans): every searchable node is in exactly one partition, target URIs rule
+partitions out without losing a hit, and the merged hits are the nearest of them all, best first. A small store's
+walk the whole table's graph."""
 import numpy as np
 import pytest
 from django.db import connection

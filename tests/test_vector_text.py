@@ -1,4 +1,5 @@
-"""The query vector's text form (retrieval.search.statements.vector_text) gives PostgreSQL back the exact float32 values."""
+"""The query vector's text form (retrieval.search.statements.vector_text) gives PostgreSQL back the exact float32
+values."""
 import numpy as np
 import pytest
 from django.db import connection

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrievalsettings',
             name='hybrid_lexical_weight',
-            field=models.FloatField(default=0.5, help_text="In hybrid mode, the lexical ranks' weight in the fusion; the vector ranks weigh the rest (default 0.5; docs/retrieval.md has the measurements).", validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            field=models.FloatField(default=0.5, help_text='In hybrid mode, the lexical side\'s weight w in the fusion (1 − w) × cosine + w × coverage (default 0.5; docs/retrieval.md has the measurements).', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
         ),
         migrations.AddField(
             model_name='retrievalsettings',
@@ -24,6 +24,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrievalsettings',
             name='search_mode',
-            field=models.CharField(choices=[('hybrid', 'hybrid: vector and lexical ranks fused'), ('vector', 'vector: cosine only'), ('lexical', 'lexical: full-text rank only')], default='hybrid', help_text='How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).', max_length=8),
+            field=models.CharField(choices=[('hybrid', 'hybrid: cosine and lexical coverage fused'), ('vector', 'vector: cosine only'), ('lexical', 'lexical: full-text rank only')], default='hybrid', help_text='How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).', max_length=8),
         ),
     ]

@@ -1,4 +1,4 @@
-"""A search's rows ranked, with no I/O: scores on OpenViking's scale, vector and lexical ranks fused, the score
+"""A search's rows ranked, with no I/O: scores on OpenViking's scale, the vector and lexical sides fused, the score
 threshold applied (docs/retrieval.md)."""
 from dataclasses import dataclass
 

@@ -25,7 +25,7 @@ LEVEL_KINDS = {1: "dir", 2: "file"}
 FILTER_FIELDS = ("category", "kind", "peer", "owner", "context_type")
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-# hybrid: vector and lexical ranks fused; vector: the k nearest by cosine; lexical: the full-text ranking alone.
+# hybrid: cosine and lexical coverage fused; vector: the k nearest by cosine; lexical: BM25 alone.
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
 
