@@ -2,18 +2,36 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 HOST ?= 127.0.0.1
 PORT ?= 8000
+WEB_CONCURRENCY ?= 2
 
-.PHONY: run test install browser test-services pg-start pg-stop migrate bench bench-tokens bench-vs-openviking bench-scale clean
+.PHONY: run serve test install browser test-services pg-start pg-stop migrate bench bench-tokens bench-vs-openviking \
+	bench-scale clean
 
-$(STAMP): requirements.txt requirements-test.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
-	@touch $(STAMP)
+# Three layers in one venv, each installed when its list changes and never again: the server's (requirements.txt:
+# `make run`, `make serve`), the tests' on top of it (`make test`), the benchmarks' on top of those (`make bench*`).
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
 
-install: $(STAMP)
+$(PY):
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+
+$(RUNTIME_STAMP): requirements.txt | $(PY)
+	$(PIP_INSTALL) -r requirements.txt
+	@touch $@
+
+$(TEST_STAMP): requirements-test.txt $(RUNTIME_STAMP)
+	$(PIP_INSTALL) -r requirements-test.txt
+	@touch $@
+
+$(BENCH_STAMP): bench/requirements.txt $(TEST_STAMP)
+	$(PIP_INSTALL) -r bench/requirements.txt
+	@touch $@
+
+install: $(RUNTIME_STAMP)
 
 pg-start: install
 	@if [ -z "$$DATABASE_URL" ]; then $(PY) manage.py pg start; fi
@@ -32,6 +50,19 @@ run: migrate
 	$(PY) manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
 
+# The production shape on one machine (docs/operations.md): the Procfile's release step, then its web (uvicorn
+# workers: Django and /mcp), worker and beat under honcho, on CELERY_BROKER_URL and on DATABASE_URL (unset: the
+# embedded server). The Procfile says `python`: the venv's comes first on PATH. /metrics sums the web workers
+# through METRICS_DIR, emptied at each start.
+METRICS_DIR ?= $(CURDIR)/var/prometheus
+HONCHO := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" UVICORN_HOST=$(HOST) UVICORN_PORT=$(PORT) \
+	WEB_CONCURRENCY=$(WEB_CONCURRENCY) $(VENV)/bin/honcho
+serve: pg-start
+	@test -n "$$CELERY_BROKER_URL" || { echo "make serve needs CELERY_BROKER_URL (redis://...)" >&2; exit 2; }
+	$(HONCHO) start --procfile Procfile release
+	rm -rf "$(METRICS_DIR)" && mkdir -p "$(METRICS_DIR)" var
+	PROMETHEUS_MULTIPROC_DIR="$(METRICS_DIR)" $(HONCHO) start --procfile Procfile web worker beat
+
 # The fault tests start their own redis-server (a real Celery broker, tests/test_faults.py): Debian's package.
 test-services:
 	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive \
@@ -42,13 +73,13 @@ browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-test: pg-start browser test-services
+test: $(TEST_STAMP) pg-start browser test-services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: migrate
+bench: $(BENCH_STAMP) migrate
 	$(PY) bench/find_latency.py
 
-# The real tokenizers live in their own venv: the server never imports them (retrieval/tokens.py).
+# The estimator's fit (bench/tokens.py) in its own venv: numpy, scipy and HF tokenizers beside the real tokenizers.
 TOKENS_VENV := bench/.venv-tokens
 $(TOKENS_VENV)/.installed: bench/requirements-tokens.txt
 	@test -x $(TOKENS_VENV)/bin/python || $(PYTHON) -m venv $(TOKENS_VENV) || python3 -m venv $(TOKENS_VENV)
@@ -59,10 +90,10 @@ bench-tokens: $(TOKENS_VENV)/.installed
 	$(TOKENS_VENV)/bin/python bench/tokens.py
 
 # OpenViking 0.5.2 from PyPI in bench/.venv-openviking (created by the script, bench only); see bench/vs_openviking.
-bench-vs-openviking: migrate
+bench-vs-openviking: $(BENCH_STAMP) migrate
 	$(PY) bench/vs_openviking/run.py $(BENCH_ARGS)
 
-bench-scale: migrate
+bench-scale: $(BENCH_STAMP) migrate
 	$(PY) bench/scale.py $(BENCH_ARGS)
 
 clean: pg-stop

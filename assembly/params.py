@@ -6,7 +6,7 @@ from django.conf import settings
 from retrieval.search.query import FindQuery
 
 ASSEMBLY_FIELDS = ("max_tokens", "quotas", "purpose", "detail", "dedup_turns", "exclude_uris", "peer_scope",
-                   "other_peer_penalty", "rewrite", "rewrite_max_bullets")
+                   "other_peer_penalty", "rewrite", "rewrite_max_bullets", "tokenizer")
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class ContextParams:
     rewrite: object
     rewrite_max_bullets: int
     query_expansion: str
+    tokenizer: str  # the family max_tokens is counted in (retrieval/tokenizers.py)
     threshold_source: str = "request"  # request | recall_preset | purpose | settings
     relevance_floor: float | None = None  # /recall's defaults only (retrieval.search.fusion.relevance_cut)
     ignored: tuple[str, ...] = ()
@@ -99,6 +100,8 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
         rewrite=data.get("rewrite", False),
         rewrite_max_bullets=data.get("rewrite_max_bullets") or settings_row.rewrite_max_bullets,
         query_expansion=data.get("query_expansion", "auto"),
+        tokenizer=(data.get("tokenizer") or (profile.tokenizer_family if profile else "")
+                   or settings_row.tokenizer_family),
         threshold_source=threshold_source,
         relevance_floor=relevance_floor,
         ignored=tuple(ignored),
@@ -110,7 +113,7 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
 # RFC §3.6: a bootstrap has no query, so every field that shapes a retrieval is refused (422 naming it) rather
 # than silently doing nothing; fields generic clients always send with harmless values are ignored and listed in
 # `stats.ignored`.
-BOOTSTRAP_FIELDS = ("mode", "session_id", "max_tokens", "exclude_uris", "telemetry")
+BOOTSTRAP_FIELDS = ("mode", "session_id", "max_tokens", "exclude_uris", "tokenizer", "telemetry")
 BOOTSTRAP_IGNORED = ("limit", "node_limit", "level", "time_field", "query_expansion")
 
 
@@ -119,6 +122,7 @@ class BootstrapParams:
     session_id: str | None
     max_tokens: int
     exclude_uris: tuple[str, ...]
+    tokenizer: str
     ignored: tuple[str, ...] = ()
     actor_peer: str = ""
 
@@ -128,6 +132,7 @@ def resolve_bootstrap_params(data: dict, *, given: set[str], settings_row, actor
         session_id=data.get("session_id") or None,
         max_tokens=data.get("max_tokens") or settings_row.default_max_tokens,
         exclude_uris=tuple(data.get("exclude_uris") or ()),
+        tokenizer=data.get("tokenizer") or settings_row.tokenizer_family,
         ignored=tuple(name for name in BOOTSTRAP_IGNORED if name in given),
         actor_peer=actor_peer,
     )

@@ -1,7 +1,8 @@
 """The planner (DESIGN.md §5, RFC §3.4): candidates + stored token counts + budget + caps → a plan.
 
-Pure: no I/O, no ORM, no LLM. Costs are whole rendered blocks (tags, attributes and separator included), so a
-plan whose costs fit the budget renders within it (the estimator is additive and rounds each piece up).
+Pure: no I/O, no ORM, no LLM, no tokenizer. Costs are whole rendered blocks (tags, attributes and separator
+included) in estimated tokens, so a plan whose costs fit the budget renders within it as the estimator counts (it
+is additive and rounds each piece up); the exact count of the block decides afterwards (docs/tokens.md).
 """
 from dataclasses import dataclass, field
 

@@ -12,15 +12,17 @@ from ovsite.envelope import ok
 from ovsite.openapi import OBJECT, STRING, array, obj, operation
 from profiles.models import BUCKETS, TIERS, validate_quotas
 from profiles.selectors import current_settings
+from retrieval.tokenizers import FAMILIES
 from retrieval.views import FIND_RESULT, FindRequest, find_query_from
 
 log = logging.getLogger(__name__)
 SEARCH_DESCRIPTION = """`mode`: `list` (ranked hits, the /find shape plus `query_plan`), `context` (an assembled,
 token-budgeted block: `{entries, rendered, digest, stats}`) or `bootstrap` (the session-start block in the same
 shape, from the declared slots instructions, identity, continuity, working_state and listing: no query; takes
-`session_id`, `max_tokens` and `exclude_uris`; the fields that shape a retrieval are 422 when sent with a value,
-and `limit`, `node_limit`, `level`, `time_field` and `query_expansion` are ignored and listed in `stats.ignored`;
-`stats.slots` gives each slot's budget and `stats.instructions` the template's version and `content_hash`)."""
+`session_id`, `max_tokens`, `exclude_uris` and `tokenizer`; the fields that shape a retrieval are 422 when sent
+with a value, and `limit`, `node_limit`, `level`, `time_field` and `query_expansion` are ignored and listed in
+`stats.ignored`; `stats.slots` gives each slot's budget and `stats.instructions` the template's version and
+`content_hash`)."""
 DETAIL_VALUES = ("auto", *TIERS)
 
 
@@ -74,6 +76,12 @@ class SearchRequest(FindRequest):
     other_peer_penalty = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     rewrite = RewriteField(required=False, default=False)
     rewrite_max_bullets = serializers.IntegerField(min_value=1, max_value=20, required=False)
+    tokenizer = serializers.ChoiceField(
+        choices=FAMILIES, required=False,
+        error_messages={"invalid_choice": f'"{{input}}" is not a known tokenizer; one of '
+                                          f'{", ".join(FAMILIES)}'},
+        help_text="The tokenizer family max_tokens is counted in, exactly (estimate: the estimator, for other "
+                  "models); default: the purpose's, else the operator's setting (o200k).")
 
     def validate(self, data):
         if data["mode"] == "bootstrap":
@@ -101,7 +109,8 @@ class SearchRequest(FindRequest):
                            and value not in (None, "", [], {}, False, 0))
         if misplaced:
             raise serializers.ValidationError({name: ['not allowed with mode="bootstrap" (it takes session_id, '
-                                                      'max_tokens and exclude_uris)'] for name in misplaced})
+                                                      'max_tokens, exclude_uris and tokenizer)']
+                                               for name in misplaced})
         return data
 
 

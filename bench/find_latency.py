@@ -405,7 +405,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
 
     from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded, vector_index_sql
     from retrieval.embedders import get_embedder
-    from retrieval.tokens import estimate_tokens
+    from retrieval.recount import write_counter
 
     out: dict = {"size": size, "embed_batch": batch, "embed_workers": workers}
     conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
@@ -418,10 +418,11 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     t_all = time.perf_counter()
     t = time.perf_counter()
     nodes = list(generate(size, now))
+    count = write_counter().count  # exact, in the deployment's family, as the write path counts
     for node in nodes:
-        node["abstract_tokens"] = estimate_tokens(node["abstract"])
-        node["overview_tokens"] = estimate_tokens(node["overview"])
-        node["content_tokens"] = estimate_tokens(node["content"])
+        node["abstract_tokens"] = count(node["abstract"])
+        node["overview_tokens"] = count(node["overview"])
+        node["content_tokens"] = count(node["content"])
         node["content_hash"] = hashlib.sha256(node["content"].encode()).hexdigest()
     out["generate_s"] = time.perf_counter() - t
     abstracts = [node["abstract"] for node in nodes]

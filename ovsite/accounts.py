@@ -1,10 +1,16 @@
-"""Account services for the admin API and the admin console: create accounts and users, issue, rotate and revoke
-keys. A key's plain text is returned once, to be shown once; only its digest is stored."""
+"""Account services for the admin API, the admin console and `manage.py accounts`: create accounts and users,
+issue, rotate and revoke keys. A key's plain text is returned once, to be shown once; only its digest is stored."""
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from ovsite.errors import Conflict, NotFound
 from ovsite.models import Account, AccountUser, ApiKey, hash_key, new_key
+
+# Account and user ids. "." and ".." are not ids: `viking://user/..` does not parse, so such a user could never reach
+# its own space.
+ID_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$"
+ID_MAX_LENGTH = 64
 
 
 def issue_key(*, key: ApiKey) -> str:
@@ -56,6 +62,15 @@ def list_accounts() -> list[dict]:
             for row in Account.objects.order_by("name").values("name", "created_at")]
 
 
+def list_members() -> list[dict]:
+    """Every account's users, with their role and how many active keys they hold, by account then user."""
+    rows = (AccountUser.objects.order_by("account__name", "user_id")
+            .annotate(active_keys=Count("keys", filter=Q(keys__revoked_at__isnull=True)))
+            .values("account__name", "user_id", "role", "active_keys", "created_at"))
+    return [{"account_id": row["account__name"], "user_id": row["user_id"], "role": row["role"],
+             "active_keys": row["active_keys"], "created_at": row["created_at"].isoformat()} for row in rows]
+
+
 def _account(name: str) -> Account:
     account = Account.objects.filter(name=name).first()
     if account is None:
@@ -77,3 +92,14 @@ def rotate_key(*, account_name: str, user_id: str) -> dict:
         revoke_keys(keys=ApiKey.objects.filter(user=user))
         key = issue_key(key=ApiKey(user=user))
     return {"account_id": account_name, "user_id": user_id, "user_key": key}
+
+
+def disable(*, account_name: str, user_id: str | None = None) -> dict:
+    """Revokes every active key of the user, or of every user of the account: their requests are refused from the
+    next one. Nothing is deleted; `rotate_key` issues a user a key again."""
+    keys = ApiKey.objects.filter(user__account=_account(account_name))
+    if user_id is not None:
+        if not AccountUser.objects.filter(account__name=account_name, user_id=user_id).exists():
+            raise NotFound(user_id, "user")
+        keys = keys.filter(user__user_id=user_id)
+    return {"account_id": account_name, "user_id": user_id, "revoked_keys": revoke_keys(keys=keys)}

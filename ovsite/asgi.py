@@ -17,5 +17,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.ASGI_THREADS)
 
 from ovsite.mcp_tools import build_application  # noqa: E402  (imports models: after Django's setup)
+from ovsite.readiness import PreparedBeforeServing  # noqa: E402
 
-application = build_application(django_application)
+# The embedder is loaded at the lifespan's startup, before uvicorn opens its port, on a thread of Django's pool: the
+# first request finds it loaded and that thread's database connection open (ovsite/readiness.py).
+application = PreparedBeforeServing(build_application(django_application), django_application.executor)

@@ -1,4 +1,6 @@
-"""API-key authentication: `X-API-Key: K` or `Authorization: Bearer K`; dev mode when no root key is set."""
+"""API-key authentication: `X-API-Key: K` or `Authorization: Bearer K`; dev mode when no root key is set, which
+serves a direct loopback caller that sends no key as account `default`, user `default`, and issued keys as
+their users."""
 import hmac
 import ipaddress
 from dataclasses import dataclass
@@ -81,23 +83,46 @@ def _root_caller(headers) -> Caller:
     return Caller(account.id, account.name, user_id, "root")
 
 
+# Headers a reverse proxy adds. Behind one, every caller reaches the server from the proxy's address, often
+# loopback: dev mode would serve the whole network as its keyless caller.
+PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
+SET_ROOT_KEY = ("set a root key (OVSITE_ROOT_API_KEY=<secret> make run) and call with keys that the admin API "
+                "issues")
+
+
+def _check_dev_mode_caller(headers, remote_addr: str, key: str) -> None:
+    """Dev mode serves one caller: a direct loopback one with no key. What else it refuses, it refuses with the
+    way out, since the usual cause is a server put behind a proxy or on the network without a root key."""
+    proxied = [name for name in PROXY_HEADERS if name in headers]
+    if proxied:
+        raise Unauthenticated(
+            f"dev mode (no OVSITE_ROOT_API_KEY) serves only direct loopback callers, and this request came through "
+            f"a proxy ({', '.join(proxied)}); to serve through a proxy, {SET_ROOT_KEY}",
+            {"reason": "dev_mode_proxied", "proxy_headers": proxied})
+    if not key and not _is_loopback(remote_addr):
+        raise Unauthenticated(
+            f"dev mode (no OVSITE_ROOT_API_KEY) serves only loopback callers; to serve other hosts, {SET_ROOT_KEY}",
+            {"reason": "dev_mode_not_loopback"})
+
+
 def authenticate_headers(headers, remote_addr: str) -> tuple[Caller, str | None] | None:
-    """(caller, the key presented) from request headers, or None when no key came and dev mode does not apply.
+    """(caller, the key presented) from request headers, or None when no key came and a root key is set.
     Shared by the REST views (DRF) and the MCP endpoint; `headers` is any case-insensitive mapping."""
     key = _presented_key(headers)
     root_key = settings.OVSITE_ROOT_API_KEY
-    dev_mode = not root_key and _is_loopback(remote_addr)
-    if not key:
-        return (_caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None) if dev_mode else None
+    if not root_key:
+        _check_dev_mode_caller(headers, remote_addr, key)
+        if not key:
+            return _caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None
+    elif not key:
+        return None
     if root_key and hmac.compare_digest(key.encode(), root_key.encode()):
         return _root_caller(headers), key
-    # The digest is looked up by a unique index; the final compare is constant-time.
+    # The digest is looked up by a unique index; the final compare is constant-time. A key nobody issued is
+    # refused in dev mode too: taking it for the dev caller would hide a client's wrong key until production.
     digest = hash_key(key)
     row = _fetch_one(_KEY_SQL, [digest])
     if row is None or not hmac.compare_digest(row[0], digest):
-        if dev_mode:
-            # Plugins often carry a placeholder key; in dev mode it means the keyless dev caller.
-            return _caller_for_names(DEFAULT_ACCOUNT, DEFAULT_USER, "admin"), None
         raise Unauthenticated("invalid or revoked API key")
     _, account_id, account_name, user_id, role = row
     return Caller(account_id, account_name, user_id, role), key

@@ -30,6 +30,24 @@ def use_worker_statement_timeout(**_):
     use_statement_timeout(settings.DB_WORKER_STATEMENT_TIMEOUT_MS)
 
 
+@signals.worker_init.connect
+def load_token_counter(**_):
+    """The write path counts every node in the deployment's tokenizer family: its vocabulary is built once here,
+    before the pool forks, and its processes share it rather than each building it on its first task."""
+    from django.db import DatabaseError, connection
+
+    from profiles.selectors import current_settings
+    from retrieval.tokenizers import DEFAULT_FAMILY, counter_for
+
+    try:
+        family = current_settings().tokenizer_family
+    except DatabaseError:
+        family = DEFAULT_FAMILY  # a task reports the database's state when it runs
+    finally:
+        connection.close()  # a connection open across the fork would be shared by the pool's processes
+    counter_for(family)
+
+
 @signals.before_task_publish.connect
 def pass_request_id(headers: dict, **_):
     """The id of the request that queues a task rides in the message, for the worker's log lines (ovsite/logs.py)."""

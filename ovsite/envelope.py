@@ -1,15 +1,17 @@
-"""The HTTP envelope: `{"status": "ok", "result": …}` or `{"status": "error", "error": {code, message, details}}`."""
+"""The HTTP envelope: `{"status": "ok", "result": …}` or `{"status": "error", "error": {code, message, details,
+request_id}}`."""
 import logging
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from django_guid import get_guid
 from psycopg.errors import QueryCanceled
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from ovsite.errors import OvsiteError
+from ovsite.errors import MethodNotAllowed, OvsiteError, UnsupportedMediaType
 
 log = logging.getLogger("ovsite")
 
@@ -36,8 +38,13 @@ def ok(result, status: int = 200, headers: dict | None = None, after: list | Non
     return Response(body, status=status, headers=headers)
 
 
-def error_body(code: str, message: str, details: dict | None = None) -> dict:
-    return {"status": "error", "error": {"code": code, "message": message, "details": details or {}}}
+def error_body(code: str, message: str, details: dict | None = None, *, with_request_id: bool = True) -> dict:
+    """The error envelope; an HTTP answer's carries its request's id (the `X-Request-ID` header, django-guid), which
+    a client quotes and an operator finds the request's log lines by."""
+    error = {"code": code, "message": message, "details": details or {}}
+    if with_request_id:
+        error["request_id"] = get_guid()
+    return {"status": "error", "error": error}
 
 
 def validation_errors(detail, loc=()) -> list[dict]:
@@ -71,9 +78,9 @@ def _classify(exc) -> tuple[int, str, str, dict]:
     if isinstance(exc, (drf.NotFound, Http404)):
         return 404, "NOT_FOUND", "not found", {}
     if isinstance(exc, drf.MethodNotAllowed):
-        return 405, "INVALID_ARGUMENT", str(exc.detail), {}
+        return MethodNotAllowed.status, MethodNotAllowed.code, str(exc.detail), {}
     if isinstance(exc, drf.UnsupportedMediaType):
-        return 415, "INVALID_ARGUMENT", str(exc.detail), {}
+        return UnsupportedMediaType.status, UnsupportedMediaType.code, str(exc.detail), {}
     if isinstance(exc, drf.Throttled):
         return 429, "RESOURCE_EXHAUSTED", str(exc.detail), {}
     if isinstance(exc, RequestDataTooBig):  # Django's own check, on the fields of a multipart body
@@ -94,11 +101,11 @@ def _classify(exc) -> tuple[int, str, str, dict]:
     return 500, "INTERNAL", "internal error", {}
 
 
-def error_envelope(exc) -> tuple[int, dict]:
+def error_envelope(exc, *, with_request_id: bool = True) -> tuple[int, dict]:
     """The HTTP status and the error body of an exception: the one place where errors become the envelope (used
     by DRF's handler below and by the MCP endpoint)."""
     status, code, message, details = _classify(exc)
-    return status, error_body(code, message, details)
+    return status, error_body(code, message, details, with_request_id=with_request_id)
 
 
 def exception_handler(exc, context):
@@ -107,6 +114,9 @@ def exception_handler(exc, context):
     headers = {}
     if isinstance(exc, drf.Throttled) and exc.wait:
         headers["Retry-After"] = str(int(exc.wait))
+    if status == 401:  # RFC 9110 §11.6.1: a 401 names the scheme to authenticate with, as /mcp's does
+        headers["WWW-Authenticate"] = "Bearer"
+    # A 405's Allow header (RFC 9110 §15.5.6) is DRF's: it adds the view's methods to every answer.
     return Response(body, status=status, headers=headers)
 
 

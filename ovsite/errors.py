@@ -48,12 +48,24 @@ class NotFound(OvsiteError):
         super().__init__(f"{type_} not found: {resource}", {"resource": resource, "type": type_})
 
 
+class MethodNotAllowed(OvsiteError):
+    """The route exists but not for this method; the answer's `Allow` header lists the methods it takes."""
+
+    code, status = "METHOD_NOT_ALLOWED", 405
+
+
 class Conflict(OvsiteError):
     code, status = "CONFLICT", 409
 
 
 class PayloadTooLarge(OvsiteError):
     code, status = "RESOURCE_EXHAUSTED", 413
+
+
+class UnsupportedMediaType(OvsiteError):
+    """A body in a media type the route does not parse (JSON everywhere, multipart on the upload route)."""
+
+    code, status = "UNSUPPORTED_MEDIA_TYPE", 415
 
 
 class ResourceExhausted(OvsiteError):

@@ -104,7 +104,8 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
         text = await sync_to_async(_in_django, thread_sensitive=True)(_admitted, function, key=state.ovsite_key,
                                                                       caller=state.ovsite_caller, **kwargs)
     except Exception as exc:
-        status, body = error_envelope(exc)
+        # without the request id: the text goes to the model, and the HTTP answer's X-Request-ID names the request
+        status, body = error_envelope(exc, with_request_id=False)
         result = CallToolResult(content=[TextContent(type="text", text=_compact(body))], is_error=True)
     else:
         status, result = 200, CallToolResult(content=[TextContent(type="text", text=text)])
@@ -231,8 +232,9 @@ def build_server() -> MCPServer:
     @server.tool(description='The session-start context (/search mode="bootstrap"): instructions, the user\'s '
                              "profile, the session's archive, recent events and a listing, as text.")
     async def bootstrap(ctx: Context, session_id: str | None = None, max_tokens: int | None = None,
-                        exclude_uris: list[str] | None = None) -> CallToolResult:
-        body = _body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens, exclude_uris=exclude_uris)
+                        exclude_uris: list[str] | None = None, tokenizer: str | None = None) -> CallToolResult:
+        body = _body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens, exclude_uris=exclude_uris,
+                     tokenizer=tokenizer)
         return await _call(ctx, "bootstrap", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     @server.tool(description="The content of viking:// URIs at one level (abstract, overview or full), as "

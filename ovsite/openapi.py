@@ -10,8 +10,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 
 from ovsite.api import StrictSerializer
 
-ERROR_CODES = ("INVALID_ARGUMENT", "INVALID_URI", "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT",
-               "RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL")
+# The codes of ovsite.errors' exceptions, onto which ovsite.envelope also maps DRF's and Django's errors.
+ERROR_CODES = ("INVALID_ARGUMENT", "INVALID_URI", "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND",
+               "METHOD_NOT_ALLOWED", "CONFLICT", "UNSUPPORTED_MEDIA_TYPE", "RESOURCE_EXHAUSTED", "UNAVAILABLE",
+               "INTERNAL")
 # Every route may answer these (ovsite.envelope): auth, validation, limits, throttling and the database.
 COMMON_ERRORS = (401, 403, 405, 413, 415, 422, 429, 503)
 
@@ -30,10 +32,12 @@ ERROR_ENVELOPE = {
         "status": {"type": "string", "enum": ["error"]},
         "error": {
             "type": "object",
-            "required": ["code", "message", "details"],
+            "required": ["code", "message", "details", "request_id"],
             "additionalProperties": False,
             "properties": {"code": {"type": "string", "enum": list(ERROR_CODES)}, "message": STRING,
-                           "details": OBJECT},
+                           "details": OBJECT,
+                           "request_id": {**STRING, "description": "the request's id, as in the X-Request-ID "
+                                                                   "response header"}},
         },
     },
 }

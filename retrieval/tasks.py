@@ -7,9 +7,8 @@ from django.utils import timezone
 
 from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.models import Context, ProcessingTask
+from retrieval.recount import write_counter
 from retrieval.summaries import Summarizer, directory_texts, document_outline
-from retrieval.recount import counting_profile
-from retrieval.tokens import estimate_tokens
 from retrieval.uris import SCHEME, parse_uri
 
 log = logging.getLogger(__name__)
@@ -43,12 +42,12 @@ def process_files(account_id: int, uris: list[str], summarizer: Summarizer) -> l
     """Summarises, counts and embeds pending files. Returns the errors (the failed rows say why, too)."""
     rows = list(Context.objects.filter(account_id=account_id, uri__in=uris, kind="file",
                                        state__in=("pending", "failed")))
-    profile = counting_profile()
+    counter = write_counter()
     for row in rows:
         row.abstract = summarizer.file_abstract(row.uri, row.content)
-        row.abstract_tokens = estimate_tokens(row.abstract, profile)
+        row.abstract_tokens = counter.count(row.abstract)
         row.overview, row.overview_tokens = "", 0
-        row.content_tokens = estimate_tokens(row.content, profile)
+        row.content_tokens = counter.count(row.content)
     error = _embed_rows(rows, [row.abstract or _name(row.uri) for row in rows])
     for row in rows:
         if error:
@@ -74,7 +73,7 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
     # A document (a SKILL.md too) is a hit of its own, wherever it lives.
     searchable = [row for row in ordered if row.content_hash or not parse_uri(row.uri, user_id="").is_structural]
     fresh: dict[str, str] = {}
-    profile = counting_profile()
+    counter = write_counter()
     for row in ordered:
         if row.content_hash:
             row.abstract = summarizer.file_abstract(row.uri, row.content)
@@ -90,8 +89,8 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
             # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
             row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
                                           if row in searchable else directory_texts(_name(row.uri), children))
-        row.abstract_tokens = estimate_tokens(row.abstract, profile)
-        row.overview_tokens = estimate_tokens(row.overview, profile)
+        row.abstract_tokens = counter.count(row.abstract)
+        row.overview_tokens = counter.count(row.overview)
         row.updated_at = timezone.now()
         fresh[row.uri] = row.abstract
     error = _embed_rows(searchable, [row.abstract for row in searchable])

@@ -2,6 +2,7 @@
 from ovsite.auth import Caller
 from ovsite.errors import NotFound
 from profiles.selectors import current_settings
+from retrieval.tokenizers import profile_of
 from retrieval.tokens import estimate_tokens
 from sessions_app.models import Message, Session
 
@@ -57,7 +58,7 @@ def session_context(*, caller: Caller, session_id: str, token_budget: int) -> di
     costs only the messages returned (plus one).
     """
     session = require_session(caller=caller, session_id=session_id)
-    profile = current_settings().tokenizer_family
+    profile = profile_of(current_settings().tokenizer_family)
     kept, used = [], 0
     rows = (Message.objects.filter(session=session).order_by("-index")
             .values("index", "role", "content", "parts", "peer_id", "created_at"))

@@ -12,19 +12,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 @dataclass
 class Script:
-    """What the server does next: `mode` is "ok", "error" (HTTP `status`), "garbage" or "wrong_dim".
+    """What the server does next: `mode` is "ok", "error" (HTTP `status`, with a Retry-After header of
+    `retry_after` seconds when set), "drop" (the connection closed without an answer), "garbage" or "wrong_dim".
 
     Chat replies: `chat` is a string, or a callable of the request body returning one; `usage` the
     (prompt_tokens, completion_tokens) reported. `delay_s` delays every answer (a hang, for a client timeout).
-    `mode` applies once `after` requests have been answered as "ok" (a failure part-way through a job)."""
+    `mode` applies once `after` requests have been answered as "ok" (a failure part-way through a job), to `times`
+    requests when set (a transient failure: "ok" again after them), else to every one."""
 
     mode: str = "ok"
     after: int = 0
+    times: int | None = None
     status: int = 500
+    retry_after: float | None = None
     delay_s: float = 0.0
     chat: object = "ok"
     usage: tuple = (11, 7)
-    requests: list = field(default_factory=list)
+    requests: list = field(default_factory=list)  # {"path", "body", "at": time.monotonic() on arrival}
     keep_requests: bool = True  # a long benchmark run turns it off: the log would only grow
 
     def chat_requests(self) -> list[dict]:
@@ -87,18 +91,25 @@ class FakeOpenAI:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                arrived = time.monotonic()
                 script = fake.script
                 with fake.lock:
                     fake.answered += 1
-                    mode = script.mode if fake.answered > script.after else "ok"
+                    failing = fake.answered - script.after  # this request's place in the failing run, from 1
+                    mode = script.mode if 0 < failing and (script.times is None or failing <= script.times) else "ok"
                 if script.keep_requests:
-                    script.requests.append({"path": self.path, "body": body})
+                    script.requests.append({"path": self.path, "body": body, "at": arrived})
                 if script.delay_s:
                     time.sleep(script.delay_s)
                     if fake.stopping.is_set():
                         return None
                 if mode == "error":
-                    return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}})
+                    headers = {"Retry-After": f"{script.retry_after:g}"} if script.retry_after is not None else {}
+                    return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}},
+                                      headers=headers)
+                if mode == "drop":
+                    self.close_connection = True
+                    return None
                 if mode == "garbage":
                     return self._send(200, b"this is not json", raw=True)
                 if self.path.endswith("/embeddings"):
@@ -107,9 +118,11 @@ class FakeOpenAI:
                     return self._send(200, fake._chat(body))
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-            def _send(self, status, payload, raw=False):
+            def _send(self, status, payload, raw=False, headers=None):
                 data = payload if raw else json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

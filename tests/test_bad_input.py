@@ -51,7 +51,7 @@ def error_of(response, status, code) -> dict:
     assert response.status_code == status, response.content[:500]
     body = response.json()
     assert set(body) == {"status", "error"} and body["status"] == "error", body
-    assert set(body["error"]) == {"code", "message", "details"} and body["error"]["code"] == code, body
+    assert set(body["error"]) == {"code", "message", "details", "request_id"} and body["error"]["code"] == code, body
     assert body["error"]["message"] and isinstance(body["error"]["details"], dict), body
     return body["error"]
 

@@ -1,12 +1,15 @@
-"""The budget invariant (DESIGN.md §4): the estimate of the final `rendered` never exceeds `max_tokens`."""
+"""The budget invariant (docs/tokens.md): the final `rendered`, counted by the request's family, never exceeds
+`max_tokens`; the estimator that plans stays within its own limits."""
 from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembly.pipeline import _fit, _rendered_entries
+from assembly.pipeline import _counted, _fit, _rendered_entries
 from assembly.planner import Candidate, Caps, plan_tiers
+from retrieval.tokenizers import FAMILIES as COUNTED_FAMILIES
+from retrieval.tokenizers import counter_for
 from retrieval.tokens import PROFILES, estimate_tokens, truncate_to_tokens
 
 PIECES = ["deploy ", "the ", "回滚计划", "こんにちは", "한국어 ", "😀", "{\"k\": 12}", "\n", "</memory>",
@@ -27,17 +30,21 @@ def corpora(draw):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpora(), st.integers(64, 4000), st.sampled_from(["auto", "abstract", "overview", "full"]),
-       st.sampled_from(FAMILIES), st.sampled_from(FAMILIES))
+       st.sampled_from(COUNTED_FAMILIES), st.sampled_from(FAMILIES))
 def test_rendered_never_exceeds_max_tokens(corpus, max_tokens, detail, family, stored_family):
-    """Planned from counts made by one tokenizer family, rendered and fitted with another: still within budget."""
+    """Planned by the estimator from counts made in one family, counted and fitted exactly in another: still
+    within budget, every served entry named in the block."""
+    counter = counter_for(family)
     candidates = [replace(c, overview_tokens=estimate_tokens(body, stored_family),
                           content_tokens=estimate_tokens(body, stored_family)) for c, body in corpus]
     full_text = {c.uri: body for c, body in corpus}
-    plan = plan_tiers(candidates, Caps(max_tokens=max_tokens, detail=detail, family=family, per_entry_cap=300))
+    plan = plan_tiers(candidates, Caps(max_tokens=max_tokens, detail=detail, family=counter.profile,
+                                       per_entry_cap=300))
     bodies = {e.candidate.uri: e.candidate.abstract if e.tier == "abstract" else
-              truncate_to_tokens(full_text[e.candidate.uri], e.body_tokens, family) for e in plan.entries}
-    entries, rendered, used = _fit(_rendered_entries(plan, bodies), max_tokens, family)
-    assert used == estimate_tokens(rendered, family) <= max_tokens
+              truncate_to_tokens(full_text[e.candidate.uri], e.body_tokens, counter.profile) for e in plan.entries}
+    entries = _rendered_entries(plan, bodies)
+    entries, rendered, used = _fit(entries, *_counted(entries, counter), max_tokens, counter)
+    assert used == counter.count(rendered) <= max_tokens
     assert all(f'uri="{e["uri"]}"' in rendered for e in entries)
 
 

@@ -246,7 +246,7 @@ def test_traffic_dashboard_totals_come_from_the_events_in_range(operator, traffi
     page = response.content.decode()
     assert 'id="total-requests">4<' in page and 'id="total-p50">25.00<' in page
     assert "plotly/plotly.min.js" in page and 'id="chart-latency"' in page
-    assert operator.get("/static/plotly/plotly.min.js").status_code == 200  # served from the plotly package
+    assert operator.get("/static/plotly/plotly.min.js").status_code == 200  # vendored
 
 
 def test_traffic_range_filter_includes_the_roll_ups(operator, traffic):

@@ -50,7 +50,7 @@ def script(fake):
 
 def envelope_error(response: httpx.Response) -> dict:
     body = response.json()
-    assert body["status"] == "error" and set(body["error"]) == {"code", "message", "details"}, body
+    assert body["status"] == "error" and set(body["error"]) == {"code", "message", "details", "request_id"}, body
     return body["error"]
 
 

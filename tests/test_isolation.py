@@ -608,12 +608,12 @@ def test_dev_mode_still_honours_account_keys(dev_mode):
     assert "4711" in dev_mode["alice"].ok(dev_mode["alice"].get("/api/v1/content/read", uri=A_VAULT))
 
 
-def test_dev_mode_revoked_key_no_longer_acts_as_its_user(dev_mode):
-    """In dev mode a loopback key that does not authenticate may fall back to the keyless dev caller (account
-    `default`), but never to the key's former user."""
+def test_dev_mode_revoked_key_is_unauthenticated(dev_mode):
+    """In dev mode too a key that does not authenticate is refused: neither the key's former user nor the keyless
+    dev caller."""
     Client().ok(Client().post("/api/v1/admin/accounts/acme/users/bob/key"))
     response = dev_mode["bob"].get("/api/v1/content/read", uri=B_FOOD)
-    assert response.status_code in (401, 404), response.content
+    assert_error(response, 401, "UNAUTHENTICATED")
     assert "peanuts" not in response.content.decode()
 
 

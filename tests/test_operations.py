@@ -147,7 +147,8 @@ def _json_lines(text: str) -> list[dict]:
 
 
 PRODUCTION = {"OVSITE_SECRET_KEY": "k" * 10 + "-production-secret-0123456789-abcdefghijklmnopqrstuvwxyz",
-              "OVSITE_ALLOWED_HOSTS": "ovsite.example.com", "OVSITE_HTTPS": "true", "OVSITE_DEBUG": "false"}
+              "OVSITE_ALLOWED_HOSTS": "ovsite.example.com", "OVSITE_HTTPS": "true", "OVSITE_DEBUG": "false",
+              "OVSITE_ROOT_API_KEY": "production-root-key-0123456789"}
 
 
 def check_deploy(**env) -> subprocess.CompletedProcess:
@@ -165,5 +166,5 @@ def test_check_deploy_is_clean_with_the_production_settings():
 def test_check_deploy_flags_the_dev_settings():
     result = check_deploy()
     assert result.returncode != 0
-    for check in ("ovsite.E001", "security.W008", "security.W012", "security.W016", "security.W004"):
+    for check in ("ovsite.E001", "ovsite.E002", "security.W008", "security.W012", "security.W016", "security.W004"):
         assert check in result.stderr, (check, result.stderr)

@@ -12,4 +12,7 @@ def test_openapi_schema_lists_the_public_routes(api):
 
 def test_health_and_ready(api):
     assert api.get("/health") == (200, {"status": "ok", "healthy": True})
-    assert api.get("/ready") == (200, {"status": "ok", "result": {"ready": True}})
+    status, body = api.get("/ready")
+    assert status == 200 and body["result"]["ready"] is True
+    assert list(body["result"]["checks"]) == ["database", "migrations", "embedder", "stored_vectors", "broker",
+                                              "workers"]

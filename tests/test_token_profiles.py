@@ -1,12 +1,13 @@
-"""The deployment's tokenizer profile (RetrievalSettings.tokenizer_family) end to end: write-time counts, the
-recount after a change, /search context stats and budget, session context budgets (DESIGN.md §5, issue 9)."""
+"""The deployment's tokenizer family (RetrievalSettings.tokenizer_family) end to end: write-time counts (exact),
+the recount after a change, /search context stats and budget, session context budgets (docs/tokens.md)."""
 import pytest
 from django.core.management import call_command
 
 from profiles.models import RetrievalSettings
 from retrieval.models import Context
 from retrieval.recount import recount_tokens
-from retrieval.tokens import PROFILES, estimate_tokens
+from retrieval.tokenizers import FAMILIES, counter_for, version_of
+from retrieval.tokens import estimate_tokens
 
 CHINESE = "周二的上线失败了，原因是数据库迁移把订单表锁了十一分钟。我们先回滚，然后把迁移拆成两步。" * 6
 FILE = "viking://user/default/memories/events/2026/11/30/deploy.md"
@@ -17,10 +18,10 @@ def stored(uri: str) -> dict:
                                                   "overview_tokens", "content_tokens").get()
 
 
-def counted_with(row: dict, profile: str) -> bool:
+def counted_with(row: dict, family: str) -> bool:
+    count = counter_for(family).count
     return (row["abstract_tokens"], row["overview_tokens"], row["content_tokens"]) == (
-        estimate_tokens(row["abstract"], profile), estimate_tokens(row["overview"], profile),
-        estimate_tokens(row["content"], profile))
+        count(row["abstract"]), count(row["overview"]), count(row["content"]))
 
 
 def test_the_write_path_counts_with_the_deployment_profile(api):
@@ -41,7 +42,7 @@ def test_saving_a_new_family_recounts_every_node(api):
     for row in Context.objects.values("abstract", "overview", "content", "abstract_tokens", "overview_tokens",
                                       "content_tokens"):
         assert counted_with(row, "qwen")
-    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["qwen"].version
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == version_of("qwen")
 
 
 def test_the_recount_command_catches_up_after_an_unsignalled_change(api, capsys):
@@ -53,12 +54,12 @@ def test_the_recount_command_catches_up_after_an_unsignalled_change(api, capsys)
     assert counted_with(stored(FILE), "deepseek")
     call_command("recount_tokens")
     assert "0 nodes changed" in capsys.readouterr().out
-    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["deepseek"].version
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == version_of("deepseek")
 
 
 def counts_under_old_weights() -> None:
-    """As a database looks after an upgrade that shipped refitted weights: the counts and the stamp are another
-    version's (here the counts of another profile, so that they differ from the current weights' counts)."""
+    """As a database looks after an upgrade that changed how a family counts (a new tokenizer release, or the
+    estimator's counts of before exact counting): the counts and the stamp are another version's."""
     for row in Context.objects.values("id", "abstract", "overview", "content"):
         Context.objects.filter(id=row["id"]).update(**{
             f"{level}_tokens": estimate_tokens(row[level], "cl100k") for level in ("abstract", "overview", "content")})
@@ -72,10 +73,10 @@ def test_make_run_recounts_counts_made_with_other_weights_and_only_then(api, cap
     call_command("recount_tokens", "--if-stale")  # as `make run` does after migrate
     assert "recounted tokens with o200k" in capsys.readouterr().out
     assert counted_with(stored(FILE), "o200k")
-    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["o200k"].version
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == version_of("o200k")
     Context.objects.filter(uri=FILE).update(content_tokens=1)  # a current stamp: the next start reads nothing
     call_command("recount_tokens", "--if-stale")
-    assert capsys.readouterr().out.strip() == f"token counts are current ({PROFILES['o200k'].version})"
+    assert capsys.readouterr().out.strip() == f"token counts are current ({version_of('o200k')})"
     assert stored(FILE)["content_tokens"] == 1
 
 
@@ -86,7 +87,7 @@ def test_saving_the_settings_recounts_counts_made_with_other_weights(api):
     settings_row.default_max_tokens = 1200  # any save, as the admin does; the family stays o200k
     settings_row.save()
     assert counted_with(stored(FILE), "o200k")
-    assert RetrievalSettings.objects.get(pk=1).token_counts_version == PROFILES["o200k"].version
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == version_of("o200k")
 
 
 def test_saving_the_settings_with_current_counts_recounts_nothing(api):
@@ -99,7 +100,7 @@ def test_saving_the_settings_with_current_counts_recounts_nothing(api):
     assert stored(FILE)["content_tokens"] == 1
 
 
-@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("profile", FAMILIES)
 def test_context_mode_budgets_and_names_the_deployment_profile(api, profile):
     RetrievalSettings.objects.filter(pk=1).update(tokenizer_family=profile)
     for day in range(1, 8):
@@ -108,7 +109,7 @@ def test_context_mode_budgets_and_names_the_deployment_profile(api, profile):
     assert status == 200, body
     result = body["result"]
     assert result["stats"]["tokenizer"] == profile
-    assert result["stats"]["used_tokens"] == estimate_tokens(result["rendered"], profile) <= 300
+    assert result["stats"]["used_tokens"] == counter_for(profile).count(result["rendered"]) <= 300
     assert result["entries"]
 
 
@@ -128,8 +129,8 @@ def test_recount_in_small_batches_reports_every_row_once_and_updates_only_stale_
     for day in range(1, 4):
         api.write(f"viking://~/memories/events/2026/11/{day:02}/deploy.md", CHINESE)
     seen = []
-    assert recount_tokens(profile="o200k", batch_size=2, progress=seen.append) == 0  # already o200k counts
+    assert recount_tokens(counter=counter_for("o200k"), batch_size=2, progress=seen.append) == 0  # already o200k
     assert sum(seen) == Context.objects.count()
-    assert recount_tokens(profile="cl100k", batch_size=2) > 0
+    assert recount_tokens(counter=counter_for("cl100k"), batch_size=2) > 0
     assert all(counted_with(row, "cl100k") for row in Context.objects.values(
         "abstract", "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens"))

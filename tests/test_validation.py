@@ -59,7 +59,8 @@ def assert_error(response, status, code):
     body = response.json()
     assert response.status_code == status, body
     assert set(body) == {"status", "error"} and body["status"] == "error", body
-    assert set(body["error"]) == {"code", "message", "details"}, body
+    assert set(body["error"]) == {"code", "message", "details", "request_id"}, body
+    assert body["error"]["request_id"] == response.headers["X-Request-ID"], body
     assert body["error"]["code"] == code, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"], body
     assert isinstance(body["error"]["details"], dict), body
@@ -223,7 +224,7 @@ def test_non_object_json_body_is_rejected(c, path, raw):
 
 
 def test_body_with_unsupported_media_type_is_rejected(c):
-    assert_error(c.raw(FIND, "query=q", content_type="text/plain"), 415, "INVALID_ARGUMENT")
+    assert_error(c.raw(FIND, "query=q", content_type="text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE")
 
 
 # /content/write ---------------------------------------------------------------------------------------------
@@ -492,8 +493,8 @@ def test_unknown_task_is_not_found(c):
 ])
 def test_wrong_method_is_a_405_envelope(c, method, path):
     response = getattr(c.client, method)(path)
-    error = assert_error(response, 405, response.json()["error"]["code"])
-    assert method.upper() in error["message"]
+    error = assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert method.upper() in error["message"] and method.upper() not in response.headers["Allow"]
 
 
 # never a 500 ------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Draws the charts that profiles/dashboards.py describes, with plotly.js from the `plotly` package.
+// Draws the charts that profiles/dashboards.py describes, with the vendored plotly.js (profiles/static/plotly/).
 document.addEventListener("DOMContentLoaded", function () {
   var charts = JSON.parse(document.getElementById("dashboard-charts").textContent);
   document.querySelectorAll("[data-chart]").forEach(function (element) {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""What exact token counting costs (docs/tokens.md): /search context and bootstrap in each tokenizer family beside
+the estimator-only request, and the write path's counting per node.
+
+    .venv/bin/python bench/token_cost.py [--size 10000] [--queries 200]
+
+Loads the corpus of bench/find_latency.py (its loader counts every node's three levels as the write path does:
+exactly, in the deployment's family) into `ovsite_bench_assembly`, starts the server of bench/assembly_latency.py
+and sends, for every query in turn, /search context (1600 tokens) once per family — `estimate` (the estimator
+alone: no exact count, no margin, no replan) first — then bootstrap (1600 tokens) once per family, on one
+keep-alive connection, so every family is measured alternately in one run. The cost of a family is the median
+over queries of its server time minus the estimator-only request's on the same query (Server-Timing sums). Then,
+in this process, the corpus's three levels are counted with each family's counter and with the estimator.
+Rewrites its section of bench/RESULTS.md.
+"""
+import argparse
+import datetime as dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assembly_latency  # noqa: E402 — it configures the environment (database) before Django loads
+import find_latency as corpus  # noqa: E402
+
+SECTION_BEGIN, SECTION_END = "<!-- token_cost:begin -->", "<!-- token_cost:end -->"
+FAMILIES = ("estimate", "o200k", "cl100k", "qwen", "deepseek")
+TARGET_CONTEXT_MS, TARGET_BOOTSTRAP_MS = 0.5, 1.0
+MAX_TOKENS = 1600
+
+
+def requests_for(query: str) -> dict[tuple[str, str], tuple[str, dict]]:
+    search = "/api/v1/search/search"
+    out = {("context", f): (search, {"query": query, "mode": "context", "max_tokens": MAX_TOKENS, "tokenizer": f})
+           for f in FAMILIES}
+    out.update({("bootstrap", f): (search, {"mode": "bootstrap", "max_tokens": MAX_TOKENS, "tokenizer": f})
+                for f in FAMILIES})
+    return out
+
+
+def serve(args) -> dict:
+    import httpx
+
+    loaded, _ = assembly_latency.load_bench_corpus(args.size)
+    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-tok-")),
+                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server.start()
+    samples: dict = {}
+    try:
+        corpus.warm_up(server)
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            for path, body in requests_for(corpus.QUERIES[0]).values():  # first use (vocabularies) out of the timing
+                for _ in range(args.workers * 2):
+                    client.post(path, json=body).raise_for_status()
+            for i in range(args.queries):
+                for key, (path, body) in requests_for(corpus.QUERIES[i % len(corpus.QUERIES)]).items():
+                    response = client.post(path, json=body)
+                    response.raise_for_status()
+                    stats = response.json()["result"]["stats"]
+                    sample = samples.setdefault(key, {"server": [], "used": [], "replans": [], "over": 0})
+                    sample["server"].append(sum(corpus.server_timing(response.headers["Server-Timing"]).values()))
+                    sample["used"].append(stats["used_tokens"])
+                    sample["replans"].append(stats.get("replans", 0))
+                    sample["over"] += stats["used_tokens"] > MAX_TOKENS
+    finally:
+        server.stop()
+    return {"loaded": loaded, "samples": samples, "server_command": server.command}
+
+
+def counting_rates() -> dict[str, float]:
+    """Nodes per second counting the corpus's abstract, overview and content, per family, in this process."""
+    from retrieval.models import Context
+    from retrieval.tokenizers import counter_for
+    from retrieval.tokens import estimate_tokens
+
+    texts = list(Context.objects.values_list("abstract", "overview", "content"))
+    rates = {}
+    for family in FAMILIES:
+        count = counter_for(family).count
+        started = time.perf_counter()
+        for levels in texts:
+            for text in levels:
+                count(text)
+        rates[family] = len(texts) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for levels in texts:
+        for text in levels:
+            estimate_tokens(text)
+    rates["estimator (o200k weights)"] = len(texts) / (time.perf_counter() - started)
+    return rates
+
+
+def render(run: dict, rates: dict, command: str, args) -> str:
+    s = run["samples"]
+
+    def cost(kind: str, family: str) -> float:
+        return corpus.median([a - b for a, b in zip(s[(kind, family)]["server"], s[(kind, "estimate")]["server"])])
+
+    loaded = run["loaded"]
+    lines = [SECTION_BEGIN, "## token_cost — exact token counts beside the estimator", "",
+             f"Command: `{command}`  ",
+             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
+             f"Server: `gunicorn {run['server_command']}`, database `{assembly_latency.DB}`; corpus of "
+             f"bench/find_latency.py, {args.size:,} nodes, loaded end to end at {loaded['e2e_rate']:.0f} nodes/s "
+             f"with exact o200k counts (generation and counting {loaded['generate_s']:.1f} s of "
+             f"{loaded['e2e_s']:.1f} s); {args.queries} queries, every request below alternating per query on one "
+             "keep-alive connection; query-vector cache off. All figures from this one run.", "",
+             "| request | family | server p50 ms | cost over estimate-only, ms (median of paired differences) | "
+             "used tokens p50 | over max_tokens | replanned | target |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for kind, target in (("context", TARGET_CONTEXT_MS), ("bootstrap", TARGET_BOOTSTRAP_MS)):
+        for family in FAMILIES:
+            x = s[(kind, family)]
+            extra = cost(kind, family) if family != "estimate" else 0.0
+            verdict = "—" if family == "estimate" else f"≤ {target} ms {'met' if extra <= target else 'NOT met'}"
+            replanned = sum(1 for r in x["replans"] if r)
+            lines.append(f"| {kind} {MAX_TOKENS} | {family} | {corpus.median(x['server']):.2f} | "
+                         f"{extra:+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
+                         f"{replanned} | {verdict} |")
+    lines += ["", "The write path's counting, in this process over the loaded corpus (abstract, overview and content "
+              "of every node; nodes per second):", "",
+              "| counter | nodes/s |", "|---|---:|"]
+    lines += [f"| {name} | {rate:,.0f} |" for name, rate in rates.items()]
+    lines += ["", "`estimate` requests are planned to the whole budget and never counted exactly; an exact family "
+              "plans 3 % under it, counts the block with its tokenizer and plans again (at most twice) when the "
+              "count strays (assembly/pipeline.py).", SECTION_END, ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    command = ".venv/bin/python bench/token_cost.py " + " ".join(sys.argv[1:])
+    run = serve(args)
+    section = render(run, counting_rates(), command.strip(), args)
+    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
