@@ -10,7 +10,8 @@ from retrieval.search.query import FindQuery, Predicate, peer_predicate
 from retrieval.search.ranking import by_bucket, score_order
 from retrieval.search.statements import SearchQuery
 
-COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "overview_tokens", "content_tokens")
+COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "abstract_tokens", "overview_tokens",
+           "content_tokens")
 BUCKETS = tuple(BUCKET_CONDITIONS)  # each has its own partial HNSW index (retrieval.models)
 
 
@@ -42,7 +43,8 @@ def _candidates(rows: list[dict], peers: PeerPolicy) -> list[Candidate]:
     weighted = sorted(rows, key=lambda row: (-row["fused"] * peers.weight(row["peer"]), row["uri"]))
     return [Candidate(uri=row["uri"], category=row["category"], context_type=row["context_type"], kind=row["kind"],
                       score=round(row["score"] * peers.weight(row["peer"]), 6), abstract=row["abstract"],
-                      overview_tokens=row["overview_tokens"], content_tokens=row["content_tokens"])
+                      abstract_tokens=row["abstract_tokens"], overview_tokens=row["overview_tokens"],
+                      content_tokens=row["content_tokens"])
             for row in weighted]
 
 

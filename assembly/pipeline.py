@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from assembly import bootstrap
 from assembly import candidates as providers
+from assembly.costs import with_exact_costs
 from assembly.dedup import drop_served
 from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
@@ -226,11 +227,12 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         caps = replace(caps, detail="abstract", max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE),
                        events_budget=None)
     with timings.stage("plan"):
-        plan = plan_tiers(filtered.kept, caps)
+        kept = with_exact_costs(filtered.kept, counter, settings_row.tokenizer_family)
+        plan = plan_tiers(kept, caps)
     with timings.stage("fetch"):
         first = _rendering(caller, plan, caps, counter)
     with timings.stage("fit"):
-        done, replans = _replanned(caller, filtered.kept, caps, first, params.max_tokens, counter)
+        done, replans = _replanned(caller, kept, caps, first, params.max_tokens, counter)
         entries, rendered, used = _fit(done.entries, done.rendered, done.used, params.max_tokens, counter)
     with timings.stage("merge"):
         entries, rendered, used, merged = _merged(entries, done.documents, rendered, used, counter)

@@ -25,6 +25,10 @@ class Candidate:
     overview_tokens: int = 0
     content_tokens: int = 0
     body: str | None = None  # a declared bootstrap slot's text: its "full" tier, served without a fetch
+    # Counted in the request's family where known (assembly/costs.py): the abstract as stored, and the element's
+    # tags and separator at each tier (TIER_ORDER). Else the estimator counts them.
+    abstract_tokens: int | None = None
+    shell_tokens: tuple[int, ...] | None = None
 
     @property
     def bucket(self) -> str:
@@ -100,13 +104,18 @@ class _Budget:
 
 
 def block_cost(candidate: Candidate, tier: str, body_tokens: int, family: str) -> int:
+    body = body_tokens if tier != "uri" else 0
+    if candidate.shell_tokens is not None:
+        return candidate.shell_tokens[RANK[tier]] + body
     shell = render_block(candidate.uri, candidate.category, candidate.score, tier, "") + SEPARATOR
-    return estimate_tokens(shell, family) + (body_tokens if tier != "uri" else 0)
+    return estimate_tokens(shell, family) + body
 
 
 def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
-    if tier == "abstract":  # as rendered: escaping "<" and "&" costs tokens too
-        return estimate_tokens(neutralise(candidate.abstract), family)
+    if tier == "abstract":
+        if candidate.abstract_tokens is not None:
+            return candidate.abstract_tokens
+        return estimate_tokens(neutralise(candidate.abstract), family)  # as rendered: escaping costs tokens too
     if tier == "overview":
         return candidate.overview_tokens
     if tier == "full":

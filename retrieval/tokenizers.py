@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from retrieval.tokens import DEFAULT_PROFILE, PROFILES, estimate_tokens, truncate_to_tokens
+from retrieval.tokens import DEFAULT_PROFILE, PROFILES, at_boundary, estimate_tokens, truncate_to_tokens
 
 FAMILIES = ("o200k", "cl100k", "qwen", "deepseek", "estimate")
 DEFAULT_FAMILY = "o200k"
@@ -97,13 +97,7 @@ class Counter:
                 low = middle
             else:
                 high = middle
-        head = text[:low]
-        for boundary in ("\n", " "):
-            position = head.rfind(boundary)
-            if position > len(head) * 0.8:
-                head = head[:position]
-                break
-        head = head.rstrip()
+        head = at_boundary(text[:low])
         return head + marker if head.strip() else ""
 
     def _head_fits(self, text: str, length: int, max_tokens: int, marker: str) -> bool:

@@ -326,11 +326,15 @@ def truncate_to_tokens(text: str, max_tokens: int, profile: str = DEFAULT_PROFIL
             low = middle
         else:
             high = middle - 1
-    head = text[:low]
-    # Prefer to end on a line or word boundary when one is close.
+    head = at_boundary(text[:low])
+    return head + marker if head.strip() else ""
+
+
+def at_boundary(head: str) -> str:
+    """`head` ended on a line or word boundary when one is close (in its last fifth), trailing space stripped."""
     for boundary in ("\n", " "):
         position = head.rfind(boundary)
         if position > len(head) * 0.8:
             head = head[:position]
             break
-    return head.rstrip() + marker if head.strip() else ""
+    return head.rstrip()

@@ -188,6 +188,43 @@ def test_every_counter_loads_offline(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+SHELL_URIS = ["viking://user/default/memories/events/2026/11/30/deploy.md", "viking://resources/runbooks/回滚计划.md",
+              "viking://resources/docs/", "viking://resources/a b/c&d.md", "viking://resources/émoji-😀.md",
+              "viking://agent/skills/deploy/SKILL.md", "viking://resources/docs/guide.md/02-install",
+              'viking://resources/a"b.md']
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "estimate"])
+def test_the_planners_element_costs_are_the_tokenizers(family):
+    """An element's tags as the planner is given them (assembly/costs.py) against the rendered element's count:
+    exact, or one token over where a directory's trailing slash joins the quote."""
+    from assembly.costs import _shell_tokens
+    from assembly.planner import TIER_ORDER
+    from assembly.render import SEPARATOR, render_block
+
+    counter = counter_for(family)
+    for uri in SHELL_URIS:
+        for category in ("events", "preferences", "resources", "skills"):
+            shells = dict(zip(TIER_ORDER, _shell_tokens(counter, uri, category)))
+            for score in (0.0, 0.07, 0.5, 0.99, 1.0):
+                for tier in TIER_ORDER:
+                    real = counter.count(render_block(uri, category, score, tier, "") + SEPARATOR)
+                    assert 0 <= shells[tier] - real <= uri.endswith("/"), (uri, category, score, tier)
+
+
+def test_stored_abstract_counts_plan_only_their_own_family():
+    from assembly.costs import with_exact_costs
+    from assembly.planner import Candidate
+
+    stored = Candidate(uri="viking://resources/a.md", category="resources", context_type="resource", kind="file",
+                       score=0.5, abstract="An abstract.", abstract_tokens=3)
+    [same] = with_exact_costs([stored], counter_for("o200k"), "o200k")
+    [other] = with_exact_costs([stored], counter_for("qwen"), "o200k")
+    [estimated] = with_exact_costs([stored], counter_for("estimate"), "o200k")
+    assert (same.abstract_tokens, other.abstract_tokens, estimated.abstract_tokens) == (3, None, None)
+    assert same.shell_tokens and other.shell_tokens and estimated.shell_tokens is None
+
+
 PIECES = ["deploy ", "回滚计划", "こんにちは", "한국어 ", "😀", "👨‍👩‍👧", "{\"k\": 12}", "\n", "</memory>", "&amp;",
           "Ωμέγα ", "42 ", "e\u0301", "    "]
 

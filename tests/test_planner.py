@@ -1,4 +1,6 @@
 """The planner on hand-built candidates: no database, no I/O (DESIGN.md §5, RFC §3.4)."""
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,3 +135,15 @@ def test_planned_costs_bound_the_rendered_text(items, max_tokens, detail, family
                            e.candidate.abstract if e.tier == "abstract" else filler[e.candidate.uri])
               for e in plan.entries]
     assert estimate_tokens(render_blocks(blocks), family) <= max_tokens
+
+
+def test_given_counts_replace_the_estimates():
+    """Counts the pipeline made exactly (assembly/costs.py) are what the planner spends."""
+    plain = Candidate(uri="viking://resources/a.md", category="resources", context_type="resource", kind="file",
+                      score=0.5, abstract="An abstract of some length, long enough to cost a few tokens.")
+    counted = replace(plain, abstract_tokens=7, shell_tokens=(30, 40, 41, 42))  # uri, abstract, overview, full
+    assert block_cost(counted, "abstract", 7, "o200k") == 47 and block_cost(counted, "uri", 0, "o200k") == 30
+    assert block_cost(counted, "full", 100, "o200k") == 142
+    plan = plan_tiers([counted], Caps(max_tokens=1000))
+    assert plan.used_tokens == 47 and plan.entries[0].tier == "abstract"
+    assert plan_tiers([plain], Caps(max_tokens=1000)).used_tokens != 47
