@@ -2,6 +2,8 @@
 from dataclasses import dataclass
 
 from assembly.planner import Candidate
+from ovsite.errors import InvalidArgument, InvalidUri
+from retrieval.uris import Subtrees, served_uri
 
 
 @dataclass
@@ -11,7 +13,20 @@ class Filtered:
     cooled: int
 
 
-def drop_served(candidates: list[Candidate], *, exclude: set[str], cooled: dict[str, str]) -> Filtered:
+def exclusion(exclude_uris, *, user_id: str) -> Subtrees:
+    """`exclude_uris` as the caller means them: normalised as the write path normalises (`~` is `user_id`'s
+    space, a trailing slash does not count), each covering what lies below it (a directory its files, a document
+    its sections). A URI that does not parse is a 422 naming it, before anything is searched."""
+    normalised = []
+    for index, raw in enumerate(exclude_uris):
+        try:
+            normalised.append(served_uri(raw, user_id=user_id))
+        except InvalidUri as error:
+            raise InvalidArgument(error.message, loc=["exclude_uris", index], type_="invalid_uri") from None
+    return Subtrees(normalised)
+
+
+def drop_served(candidates: list[Candidate], *, exclude: Subtrees, cooled: dict[str, str]) -> Filtered:
     """`exclude_uris` and the session ledger apply as a union. An entry last served only as a bare `uri` is not
     cooled: it may come back at a higher tier (uri-only grace)."""
     kept, excluded, cooled_count = [], 0, 0

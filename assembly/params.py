@@ -80,6 +80,7 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
             find.score_threshold, threshold_source = profile.score_threshold, "purpose"
         else:
             find.score_threshold, threshold_source = settings_row.context_score_threshold, "settings"
+    find.levels = []  # RFC §3.2: in context mode the detail ladder owns the tier, so `level` filters nothing
     ignored = [name for name in ("level",) if name in given]
     if quotas is not None and "limit" in given:
         ignored.append("limit")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from assembly import bootstrap
 from assembly import candidates as providers
 from assembly.costs import with_exact_costs
-from assembly.dedup import drop_served
+from assembly.dedup import drop_served, exclusion
 from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
@@ -195,9 +195,15 @@ def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
 
 def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> tuple[dict, Timings]:
     timings = Timings()
-    # Compiled once for every bucket; a bad filter is refused here, before an LLM call or an embedding is paid for.
+    # Compiled once for every bucket; a bad filter or exclude URI is refused here, before an LLM call or an
+    # embedding is paid for.
     scope = scope_predicate(caller, params.find)
-    session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
+    exclude = exclusion(params.exclude_uris, user_id=caller.user_id)
+    if params.session_id and params.dedup_turns:
+        # The ledger lives in the session: created on first use, as a message creates it (docs/assembly.md).
+        session = ledger.ledger_session(caller=caller, session_id=params.session_id)
+    else:
+        session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
     context = SessionContext(session)
     with timings.stage("expansion"):
         query_plan = plan_queries(query=params.find.query, mode=params.query_expansion, context=context,
@@ -219,8 +225,9 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
                                                limit=params.find.limit, peers=peers, ranking=ranking)
     with timings.stage("dedup"):
         turns = params.dedup_turns if session is not None else 0
-        cooled = ledger.cooled_uris(session=session, turns=turns) if turns else {}
-        filtered = drop_served(found.items, exclude=set(params.exclude_uris), cooled=cooled)
+        cooled = (ledger.cooled_uris(session=session, turns=turns, turn_seconds=settings_row.dedup_turn_seconds)
+                  if turns else {})
+        filtered = drop_served(found.items, exclude=exclude, cooled=cooled)
     counter = counter_for(params.tokenizer)
     caps = _caps(params, settings_row, counter)
     if found.strong is False:  # below /recall's relevance floor: a short share of abstracts and pointers
@@ -237,12 +244,13 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     with timings.stage("merge"):
         entries, rendered, used, merged = _merged(entries, done.documents, rendered, used, counter)
     with timings.stage("rewrite"):
-        digest = rewrite_digest(rewrite=params.rewrite, rendered=rendered, entries=entries, context=context,
-                                max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
+        digest = rewrite_digest(rewrite=params.rewrite, query=params.find.query, rendered=rendered, entries=entries,
+                                context=context, max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
                                 account_id=caller.account_id)
     if turns and entries:
         with timings.stage("ledger"):
-            ledger.record_served(session=session, served=_served(entries))
+            ledger.record_served(session=session, served=_served(entries),
+                                 turn_seconds=settings_row.dedup_turn_seconds)
     stats = _stats(entries, candidates=len(found.items), searched=found.searched, excluded=filtered.excluded,
                    deduped=filtered.cooled, kept=len(filtered.kept), used=used, max_tokens=params.max_tokens,
                    counter=counter)
@@ -260,7 +268,8 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         "rewrite": digest.status,
         "rewrite_usage": digest.usage,
         "dedup": {"turns": turns, "cooled": filtered.cooled,
-                  "turn": session.total_message_count if session is not None else 0},
+                  "turn": session.total_message_count if session is not None else 0,
+                  "clock": ledger.clock(session) if turns else None},
         "ignored": list(params.ignored),
         "merged": merged,
     })
@@ -317,7 +326,7 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
     session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
     instructions = bootstrap.load_instructions()
     budgets = bootstrap.slot_budgets(settings_row, params.max_tokens)
-    exclude = set(params.exclude_uris)
+    exclude = exclusion(params.exclude_uris, user_id=caller.user_id)
     planned, taken, slots = [], set(), {}
     candidates = excluded = kept = carry = 0
     with timings.stage("slots"):
@@ -354,7 +363,8 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
         "planned_queries": [],
         "rewrite": "off",
         "rewrite_usage": Digest().usage,
-        "dedup": {"turns": 0, "cooled": 0, "turn": session.total_message_count if session is not None else 0},
+        "dedup": {"turns": 0, "cooled": 0, "turn": session.total_message_count if session is not None else 0,
+                  "clock": None},
         "ignored": list(params.ignored),
         "slots": slots,
         "instructions": instructions.as_dict(),

@@ -1,5 +1,6 @@
-"""L3 digest rewrite (RFC §3.2, §3.3, §3.7): one LLM call over the rendered block plus a bounded slice of the
-session's context, turned into at most `rewrite_max_bullets` bullets that each cite served URIs.
+"""L3 digest rewrite (RFC §3.2, §3.3, §3.7): one LLM call over the rendered block, the query it was assembled for
+and a bounded slice of the session's context, turned into at most `rewrite_max_bullets` bullets that each cite
+served URIs.
 
 Digest format: the kept bullets joined by "\\n", each one line `- <text> (viking://…)` as the model wrote it,
 its marker normalised to "- ". A bullet is dropped when it cites no `viking://` URI, cites one that is not an
@@ -12,9 +13,10 @@ from html import unescape
 
 from django.conf import settings
 
-from assembly.expansion import SessionContext, fill
+from assembly.expansion import SessionContext, clip, fill
 from retrieval.llm import complete, llm_configured, load_prompt, planner_model
 
+QUERY_CHARS = 1000  # a query is a line or a few; the rest of a long one would crowd the memories it digests
 SESSION_CHARS = 2000  # the slice is a hint of what matters now, not a second context block
 SESSION_OVERVIEW_CHARS = 1200
 SESSION_MESSAGE_CHARS = 400
@@ -65,8 +67,8 @@ def keep_bullets(text: str, served: set[str], max_bullets: int) -> list[str]:
     return bullets
 
 
-def rewrite_digest(*, rewrite, rendered: str, entries: list[dict], context: SessionContext, max_bullets: int,
-                   settings_row, account_id: int | None) -> Digest:
+def rewrite_digest(*, rewrite, query: str, rendered: str, entries: list[dict], context: SessionContext,
+                   max_bullets: int, settings_row, account_id: int | None) -> Digest:
     if not wanted(rewrite) or not llm_configured():
         return Digest()
     if not entries:
@@ -76,7 +78,8 @@ def rewrite_digest(*, rewrite, rendered: str, entries: list[dict], context: Sess
     prompt = load_prompt("rewrite")
     session_text = context.text(chars=SESSION_CHARS, overview_chars=SESSION_OVERVIEW_CHARS,
                                 message_chars=SESSION_MESSAGE_CHARS, roles=("user",))
-    values = {"max_bullets": str(max_bullets), "session": session_text or "(none)", "rendered": rendered}
+    values = {"max_bullets": str(max_bullets), "query": clip(query, QUERY_CHARS), "session": session_text or "(none)",
+              "rendered": rendered}
     completion = complete(kind="rewrite", model=planner_model(), timeout_s=settings_row.recall_rewrite_timeout_s,
                           account_id=account_id, max_tokens=TOKENS_PER_BULLET * max_bullets + 50,
                           parse=lambda text: keep_bullets(text, served, max_bullets),

@@ -1,4 +1,5 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
+import logging
 import time
 from functools import partial
 
@@ -17,13 +18,15 @@ from sessions_app.selectors import find_session
 
 V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 
+log = logging.getLogger("ovsite")
+
 
 def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
-           actor_peer: str = "", endpoint: str = "search", settings_row=None,
+           actor_peer: str = "", endpoint: str = "search", mcp: bool = False, settings_row=None,
            after_response: list | None = None, preset: frozenset[str] = frozenset()) -> tuple[dict, Timings]:
-    """`endpoint` (`search` or `recall`) names the entry point in the recall event a context request records.
-    Given `after_response`, the recording is appended to it as a job for once the response is sent; otherwise
-    (MCP) it is recorded here."""
+    """`endpoint` (`search` or `recall`) names the entry point in the recall event an assembly records: the mode
+    for a bootstrap, prefixed `mcp:` for an MCP tool call. Given `after_response`, the recording is appended to it
+    as a job for once the response is sent; otherwise (MCP) it is recorded here."""
     if data["mode"] == "list":
         return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
                      query_expansion=data["query_expansion"])
@@ -31,24 +34,43 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
     settings_row = settings_row or current_settings()  # /recall has read it already for its defaults
     if data["mode"] == "bootstrap":
         params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
-        return assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
-    profile = None
+        result, timings = assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
+        _record(caller=caller, result=result, timings=timings, endpoint=f"{'mcp:' if mcp else ''}bootstrap",
+                started=started, settings_row=settings_row, after_response=after_response)
+        return result, timings
+    profile, warnings = None, []
     if data.get("purpose"):
         profile = purpose_profile(data["purpose"])
-        if profile is None:
+        if profile is None and "purpose" in preset:
+            # The operator's preset names it, not the client: every auto-recall would fail, so it is served in
+            # score order and says why (docs/retrieval.md, "Choosing a purpose").
+            warnings.append(f"recall_purpose {data['purpose']!r} is not an enabled purpose profile; "
+                            "served without a purpose")
+            log.warning("/recall: %s", warnings[-1])
+        elif profile is None:
             raise InvalidArgument(f"purpose {data['purpose']!r} is not an enabled purpose profile", loc=["purpose"])
     params = resolve_context_params(data, find=find_query, given=given, settings_row=settings_row, profile=profile,
                                     deprecated=deprecated, actor_peer=actor_peer, preset=preset)
     result, timings = assemble_context(caller=caller, params=params, settings_row=settings_row)
-    if settings_row.record_recall_events:
-        record = partial(record_recall_event, endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
-                         latency_ms=(time.perf_counter() - started) * 1000)
-        if after_response is None:
-            with timings.stage("record"):
-                record()
-        else:
-            after_response.append(record)
+    if warnings:
+        result["stats"]["warnings"] = warnings
+    _record(caller=caller, result=result, timings=timings, endpoint=f"{'mcp:' if mcp else ''}{endpoint}",
+            started=started, settings_row=settings_row, after_response=after_response)
     return result, timings
+
+
+def _record(*, caller: Caller, result: dict, timings: Timings, endpoint: str, started: float, settings_row,
+            after_response: list | None) -> None:
+    """The assembly's recall event, now or (REST) once the response is sent."""
+    if not settings_row.record_recall_events:
+        return
+    record = partial(record_recall_event, endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
+                     latency_ms=(time.perf_counter() - started) * 1000)
+    if after_response is None:
+        with timings.stage("record"):
+            record()
+    else:
+        after_response.append(record)
 
 
 def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expansion: str) -> tuple[dict, Timings]:

@@ -115,9 +115,11 @@ class SearchRequest(FindRequest):
 
 
 class RecallRequest(SearchRequest):
-    """/recall's body for the schema: the /search body (with `mode` "context" by default) plus the v1 aliases,
-    which `service.recall_request` translates before the /search validation runs."""
+    """/recall's body for the schema: the /search body in context mode plus the v1 aliases, which
+    `service.recall_request` translates before the /search validation runs."""
 
+    # The preset's mode, and its only one: its purpose and threshold defaults are context fields (422 in list mode).
+    mode = serializers.ChoiceField(choices=["context"], default="context")
     max_chars = serializers.IntegerField(min_value=1, required=False, help_text="deprecated: max_tokens × 4")
     min_score = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
                                        help_text="deprecated: score_threshold")
@@ -133,22 +135,26 @@ SEARCH_RESULT = {"oneOf": [LIST_RESULT, CONTEXT_RESULT]}
 
 
 def run_search(*, caller, body, deprecated: tuple[str, ...] = (), actor_peer: str = "", endpoint: str = "search",
-               settings_row=None, after_response: list | None = None, preset: frozenset[str] = frozenset()):
-    """A /search request body → (result, timings); the REST views and the MCP tools both come through here. The
-    REST views pass `after_response` (see service.search); /recall the fields its `preset` filled in."""
+               mcp: bool = False, settings_row=None, after_response: list | None = None,
+               preset: frozenset[str] = frozenset()):
+    """A /search request body → (result, timings); the REST views and the MCP tools (`mcp`) both come through
+    here. The REST views pass `after_response` (see service.search); /recall the fields its `preset` filled in."""
     data = parse(SearchRequest, body)
     return service.search(caller=caller, data=data, find_query=find_query_from(data), given=set(body),
-                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint,
+                          deprecated=deprecated, actor_peer=actor_peer, endpoint=endpoint, mcp=mcp,
                           settings_row=settings_row, after_response=after_response, preset=preset)
 
 
-def run_recall(*, caller, body, actor_peer: str = "", after_response: list | None = None, settings_row=None):
+def run_recall(*, caller, body, actor_peer: str = "", mcp: bool = False, after_response: list | None = None,
+               settings_row=None):
     """A preset, not a second implementation: defaults and aliases are overlaid, then the same search runs."""
     settings_row = settings_row or current_settings()  # one read serves the preset's defaults and the search
     body, deprecated, preset = service.recall_request(body, settings_row)
     result, timings = run_search(caller=caller, body=body, deprecated=deprecated, actor_peer=actor_peer,
-                                 endpoint="recall", settings_row=settings_row, after_response=after_response,
-                                 preset=preset)
+                                 endpoint="recall", mcp=mcp, settings_row=settings_row,
+                                 after_response=after_response, preset=preset)
+    if deprecated:  # RFC §3.1: a server-side warning, whichever transport brought the aliases
+        log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
     return result, timings, deprecated
 
 
@@ -180,6 +186,5 @@ def recall_view(request):
                                              after_response=after, settings_row=_read_settings(request))
     headers = timings.header()
     if deprecated:
-        log.warning("deprecated /recall fields used: %s", ", ".join(deprecated))
         headers.update({"Deprecation": "true", "Link": '</api/v1/search/search>; rel="successor-version"'})
     return ok(result, headers=headers, after=after)

@@ -3,11 +3,12 @@ REST views call — each tool builds the REST request body, so the same serializ
 service answers. `find`, `search` and `recall` take their REST route's body as it is: their input schema is the
 REST serializer's (as drf-spectacular writes it for /api/schema/) and the serializer alone validates, so bad input
 is the REST error envelope, as a tool error. Context tools return the `rendered` text (the digest when one was
-written); the others compact JSON. Auth is the REST API keys' (`ovsite.auth`), checked per HTTP request before
-MCP sees it; `X-OpenViking-Actor-Peer` names the actor peer as on REST. Each tool call counts against its key's
-rate limit, on the REST throttle's own counter (ovsite/throttling.py), and in the request metrics as route
-`mcp:<tool>` (ovsite/metrics.py). Each HTTP request to /mcp, refused or not, has a request id and is counted as
-route `/mcp`, as a REST request is by Django's middleware.
+written), `recall` with the deprecated v1 aliases it was given in `_meta`; the others compact JSON. Auth is the
+REST API keys' (`ovsite.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer` names the
+actor peer as on REST. Each tool call counts against its key's rate limit, on the REST throttle's own counter
+(ovsite/throttling.py), and in the request metrics as route `mcp:<tool>` (ovsite/metrics.py); an assembly's recall
+event names its endpoint `mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). Each HTTP request to
+/mcp, refused or not, has a request id and is counted as route `/mcp`, as a REST request is by Django's middleware.
 
 The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
 sync views under ASGI, with the same connection housekeeping around them.
@@ -17,6 +18,7 @@ import math
 import time
 import uuid
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
@@ -55,6 +57,7 @@ from sessions_app import commit, services
 from sessions_app.views import BatchMessagesRequest, CommitRequest, SessionPath
 
 MCP_PATH = "/mcp"
+DEPRECATED_META = "ovsite/deprecated"  # the recall tool's `_meta` key naming the v1 aliases a call used
 READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
 INSTRUCTIONS = ("ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
                 "start, recall before a turn that may depend on the past, search or find to look something up, "
@@ -91,6 +94,14 @@ def _admitted(function, *, key: str | None, **kwargs):
     return function(**kwargs)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A tool body's text, with `_meta` for the client rather than the model (a body may return the text alone)."""
+
+    text: str
+    meta: dict | None = None
+
+
 async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     """Runs a tool body with the request's caller; an error becomes a tool error whose text is the REST answer's
     envelope (`{"status": "error", "error": {code, message, details}}`), unprefixed, so a client can parse it.
@@ -101,14 +112,15 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     state = _state(ctx)
     started = time.perf_counter()
     try:
-        text = await sync_to_async(_in_django, thread_sensitive=True)(_admitted, function, key=state.ovsite_key,
-                                                                      caller=state.ovsite_caller, **kwargs)
+        answer = await sync_to_async(_in_django, thread_sensitive=True)(_admitted, function, key=state.ovsite_key,
+                                                                        caller=state.ovsite_caller, **kwargs)
     except Exception as exc:
         # without the request id: the text goes to the model, and the HTTP answer's X-Request-ID names the request
         status, body = error_envelope(exc, with_request_id=False)
         result = CallToolResult(content=[TextContent(type="text", text=_compact(body))], is_error=True)
     else:
-        status, result = 200, CallToolResult(content=[TextContent(type="text", text=text)])
+        answer = answer if isinstance(answer, Answer) else Answer(answer)
+        status, result = 200, CallToolResult(content=[TextContent(type="text", text=answer.text)], meta=answer.meta)
     record_request(route=f"mcp:{tool}", method="POST", path=MCP_PATH, status=status,
                    elapsed_s=time.perf_counter() - started)
     return result
@@ -123,13 +135,14 @@ def _find(*, caller: Caller, body: dict) -> str:
 
 
 def _search(*, caller: Caller, body: dict, actor_peer: str) -> str:
-    result, _ = run_search(caller=caller, body=body, actor_peer=actor_peer)
+    result, _ = run_search(caller=caller, body=body, actor_peer=actor_peer, mcp=True)
     return _context_text(result) if "rendered" in result else _compact(result)
 
 
-def _recall(*, caller: Caller, body: dict, actor_peer: str) -> str:
-    result, _, _ = run_recall(caller=caller, body=body, actor_peer=actor_peer)
-    return _context_text(result)
+def _recall(*, caller: Caller, body: dict, actor_peer: str) -> Answer:
+    result, _, deprecated = run_recall(caller=caller, body=body, actor_peer=actor_peer, mcp=True)
+    # REST's Deprecation header and stats.deprecated, for the client: the model's text stays REST's `rendered`
+    return Answer(_context_text(result), {DEPRECATED_META: list(deprecated)} if deprecated else None)
 
 
 def _read(*, caller: Caller, uris: list[str], level: str) -> str:
@@ -147,14 +160,15 @@ def _ls(*, caller: Caller, body: dict) -> str:
     return _compact({"entries": entries, "has_more": more})
 
 
-def _remember(*, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int) -> str:
+def _remember(*, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int,
+              actor_peer: str) -> str:
     session_id = parse(SessionPath, {"session_id": session_id or uuid.uuid4().hex})["session_id"]
     parsed = parse(BatchMessagesRequest, {"messages": messages})["messages"]
     keep = parse(CommitRequest, {"keep_recent_count": keep_recent_count})["keep_recent_count"]
     services.add_messages(caller=caller, session_id=session_id,
                           messages=[services.message_from(**m) for m in parsed])
     return _compact(commit.commit_session(caller=caller, session_id=session_id, keep_recent_count=keep,
-                                          event_tags=[]))
+                                          event_tags=[], actor_peer=actor_peer))
 
 
 class RequestBody(ArgModelBase):
@@ -253,7 +267,7 @@ def build_server() -> MCPServer:
     async def remember(ctx: Context, messages: list[dict[str, Any]], session_id: str | None = None,
                        keep_recent_count: int = 0) -> CallToolResult:
         return await _call(ctx, "remember", _remember, session_id=session_id, messages=messages,
-                           keep_recent_count=keep_recent_count)
+                           keep_recent_count=keep_recent_count, actor_peer=_state(ctx).ovsite_actor_peer)
 
     return server
 

@@ -264,7 +264,7 @@ SILENCED_SYSTEM_CHECKS = ["drf_spectacular.W001", "drf_spectacular.W002"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "ovsite",
     "DESCRIPTION": "Context server for AI agents (OpenViking-compatible HTTP API).",
-    "VERSION": "0.1.0",
+    "VERSION": "0.2.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema is public: reading it needs no key, so it costs no key lookup either.
     "SERVE_AUTHENTICATION": [],

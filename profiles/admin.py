@@ -4,6 +4,7 @@ from django.contrib import admin, messages
 
 from profiles import services
 from profiles.models import LLMUsage, ModelPrice, PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
+from profiles.selectors import current_settings
 
 admin.site.index_template = "profiles/admin_index.html"  # the admin index plus links to the dashboards
 
@@ -24,8 +25,9 @@ class PurposeProfileAdmin(admin.ModelAdmin):
         return ("builtin", "name") if obj is not None and obj.builtin else ("builtin",)
 
     def has_delete_permission(self, request, obj=None):
-        # Built-in purposes can be edited or disabled, not deleted; a bulk delete that selects one is refused whole.
-        return obj is None or not obj.builtin
+        # Built-in purposes and the one /recall's preset names (recall_purpose) are not deleted; a bulk delete
+        # that selects one is refused whole.
+        return obj is None or not (obj.builtin or obj.name == current_settings().recall_purpose)
 
     @admin.action(description="Reset selected built-in purposes to RFC defaults")
     def reset_to_rfc_defaults(self, request, queryset):
@@ -54,12 +56,12 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
         ("Scores and budget", {"fields": ["context_score_threshold", "recall_score_threshold", "default_max_tokens",
                                           "tokenizer_family"]}),
         ("Search", {"fields": ["search_mode", "hybrid_lexical_weight", "lexical_rescue_coverage"]}),
-        ("/recall", {"fields": ["recall_purpose", "recall_dedup_turns", "recall_relevance_floor",
-                                "relevance_floor_model", "relevance_calibrated_at"]}),
+        ("/recall", {"fields": ["recall_purpose", "recall_dedup_turns", "dedup_turn_seconds",
+                                "recall_relevance_floor", "relevance_floor_model", "relevance_calibrated_at"]}),
         ("Detail caps", {"fields": ["memory_detail_cap", "resource_detail_cap", "skill_detail_cap",
                                     "directory_detail_cap", "per_entry_cap_tokens"]}),
         ("LLM steps", {"fields": ["recall_intent_timeout_s", "max_expansion_queries", "recall_rewrite_timeout_s",
-                                  "rewrite_max_bullets", "rerank_enabled"]}),
+                                  "rewrite_max_bullets"]}),
         ("mode=bootstrap", {"fields": ["bootstrap_identity_share", "bootstrap_working_state_share",
                                        "bootstrap_continuity_share", "bootstrap_listing_share",
                                        "bootstrap_instructions_share", "bootstrap_working_state_days",

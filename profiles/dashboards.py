@@ -50,7 +50,7 @@ def _chart(chart_id: str, title: str, traces: list[dict], y_title: str, stacked:
 
 
 def traffic_charts(traffic: dict) -> list[dict]:
-    days = traffic["days"]
+    days, endpoints = traffic["days"], traffic["endpoints"]
     x = [row["day"].isoformat() for row in days]
     by_group: dict[str, dict[str, int]] = {}
     for row in traffic["groups"]:
@@ -76,6 +76,10 @@ def traffic_charts(traffic: dict) -> list[dict]:
         _chart("latency", "Latency p50 / p95 (ms)",
                [_trace("p50", x, [_round(r["latency_p50"]) for r in days], "line"),
                 _trace("p95", x, [_round(r["latency_p95"]) for r in days], "line")], "ms"),
+        {"id": "endpoint-latency", "title": "Latency p50 / p95 by endpoint (ms)",
+         "traces": [_trace(p, [r["endpoint"] for r in endpoints], [_round(r[f"latency_{p}"]) for r in endpoints])
+                    for p in ("p50", "p95")],
+         "layout": {"barmode": "group", "yaxis": {"title": {"text": "ms"}}}},
     ]
 
 

@@ -58,6 +58,20 @@ class PurposeProfile(models.Model):
     def __str__(self):
         return self.name
 
+    def clean(self):
+        # /recall's preset names a purpose (recall_purpose): disabling or renaming it here would leave /recall
+        # without its quotas, so the operator names another one first.
+        recall_purpose = (RetrievalSettings.objects.filter(pk=1).first() or RetrievalSettings()).recall_purpose
+        stored = PurposeProfile.objects.filter(pk=self.pk).values_list("name", flat=True).first()
+        if stored is None or stored != recall_purpose:
+            return
+        message = (f"/recall's preset purpose (recall_purpose) is {stored!r}: name another one in the retrieval "
+                   f"settings first")
+        if not self.enabled:
+            raise ValidationError({"enabled": message})
+        if self.name != stored:
+            raise ValidationError({"name": message})
+
 
 class RetrievalSettings(models.Model):
     """The one row of deployment-wide retrieval defaults (RFC §3.1, §3.7), edited in the admin."""
@@ -75,6 +89,11 @@ class RetrievalSettings(models.Model):
                                                      help_text="Budget when a request gives none (RFC: 1600).")
     recall_dedup_turns = models.PositiveIntegerField(default=5, validators=[MaxValueValidator(100)],
                                                      help_text="dedup_turns of /recall with a session (RFC: 5).")
+    dedup_turn_seconds = models.PositiveIntegerField(
+        default=120, validators=[MinValueValidator(1), MaxValueValidator(86400)],
+        help_text="Length of one turn for dedup_turns in a session with no messages (a client that recalls but "
+                  "never posts messages): there a served URI cools for dedup_turns × this many seconds; a session "
+                  "with messages counts turns by its messages (default 120; docs/assembly.md).")
     recall_relevance_floor = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)], default=0.2,
         help_text="/recall with its default threshold: when even the best candidate's relevance (the hybrid "
@@ -90,7 +109,8 @@ class RetrievalSettings(models.Model):
         null=True, blank=True, editable=False,
         help_text="When calibrate_scores last derived the floor (default blank: the shipped value).")
     recall_purpose = models.SlugField(max_length=32, default="coding",
-                                      help_text="purpose of /recall when the request gives none (RFC: coding).")
+                                      help_text="purpose of /recall when the request gives none; an enabled purpose "
+                                                "profile (RFC: coding).")
     memory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="full",
                                          help_text="Highest tier a memory file may reach (RFC: full).")
     resource_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="abstract",
@@ -127,8 +147,6 @@ class RetrievalSettings(models.Model):
         null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="A full-text match holding at least this share of the query's terms passes the score threshold "
                   "however low its score (default blank: never; docs/retrieval.md).")
-    rerank_enabled = models.BooleanField(default=False, help_text="Rerank hits when a reranker is configured "
-                                                                    "(default off).")
     api_rate_limit_per_minute = models.PositiveIntegerField(
         default=0, help_text="Requests per minute that one API key may make, REST requests and MCP tool calls "
                              "counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an "
@@ -139,8 +157,9 @@ class RetrievalSettings(models.Model):
                   "GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving "
                   "a new family recounts every node in the background.")
     record_recall_events = models.BooleanField(
-        default=True, help_text="Record one recall event per /search context and /recall request, for the traffic "
-                                "dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).")
+        default=True, help_text="Record one recall event per /search context or bootstrap and /recall request, REST "
+                                "or MCP, for the traffic dashboard (default on; about 2 ms each on the shared bench "
+                                "machine, bench/RESULTS.md).")
     token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
                                             help_text="The profile version (family and weights) the stored token "
                                                       "counts were made with; any other is recounted.")
@@ -189,6 +208,13 @@ class RetrievalSettings(models.Model):
         self.pk = 1  # a single row
         super().save(*args, **kwargs)
 
+    def clean(self):
+        # Checked here so that the admin refuses it; a row written past the admin still serves (assembly.service).
+        enabled = list(PurposeProfile.objects.filter(enabled=True).order_by("name").values_list("name", flat=True))
+        if self.recall_purpose not in enabled:
+            raise ValidationError({"recall_purpose": f"{self.recall_purpose!r} is not an enabled purpose profile "
+                                                     f"(enabled: {', '.join(enabled) or 'none'})"})
+
     def __str__(self):
         return "retrieval settings"
 
@@ -215,10 +241,14 @@ class LLMUsage(models.Model):
 
 
 class RecallEvent(models.Model):
-    """One row per /search mode=context|bootstrap or /recall call: what was asked, what was served, how long it took."""
+    """One row per assembly (/search mode=context|bootstrap, /recall, and their MCP tools): what was asked, what was
+    served, how long it took."""
 
-    ENDPOINT_CHOICES = [("search", "/search"), ("recall", "/recall"), ("bootstrap", "/search bootstrap"),
-                        ("mcp", "MCP")]
+    # The entry point and the transport, so the traffic dashboard splits them (an MCP `search` tool call with
+    # mode="bootstrap" is mcp:bootstrap).
+    ENDPOINT_CHOICES = [("search", "/search context"), ("recall", "/recall"), ("bootstrap", "/search bootstrap"),
+                        ("mcp:search", "MCP search context"), ("mcp:recall", "MCP recall"),
+                        ("mcp:bootstrap", "MCP bootstrap")]
     endpoint = models.CharField(max_length=16, choices=ENDPOINT_CHOICES)
     purpose = models.CharField(max_length=32, blank=True, default="")
     account = models.ForeignKey("ovsite.Account", null=True, blank=True, on_delete=models.SET_NULL)

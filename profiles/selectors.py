@@ -100,8 +100,9 @@ def _with_means(row: dict) -> dict:
 
 
 def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
-    """Per (day, endpoint, purpose), per day and in total: the events in range, plus the daily roll-ups of pruned
-    events (which keep counts and token sums; tiers, outcomes and latency percentiles come from events only)."""
+    """Per (day, endpoint, purpose), per day, per endpoint and in total: the events in range, plus the daily roll-ups
+    of pruned events (which keep counts and token sums; tiers, outcomes and latency percentiles come from events
+    only). Per endpoint, because a bootstrap (no query) or an MCP call is not timed like a REST context request."""
     start, end = _bounds(since, until)
     events = RecallEvent.objects.filter(created_at__gte=start, created_at__lt=end)
     rolled = RecallDaily.objects.filter(day__gte=since, day__lte=until)
@@ -113,16 +114,20 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
     days: dict[dt.date, dict] = {}
     for row in events.annotate(day=day).values("day").annotate(**_event_metrics()).order_by():
         days[row["day"]] = {**_traffic_row(), **row}
+    endpoints = {row["endpoint"]: {**_traffic_row(), **row}
+                 for row in events.values("endpoint").annotate(**_event_metrics()).order_by()}
     total = {**_traffic_row(), **{k: v for k, v in events.aggregate(**_event_metrics()).items() if v is not None}}
     for daily in rolled.values("day", "endpoint", "purpose", "requests", "latency_ms_sum", *DAILY_SUMS):
         key = (daily["day"], daily["endpoint"], daily["purpose"])
         targets = (groups.setdefault(key, _traffic_row(day=key[0], endpoint=key[1], purpose=key[2])),
-                   days.setdefault(daily["day"], _traffic_row(day=daily["day"])), total)
+                   days.setdefault(daily["day"], _traffic_row(day=daily["day"])),
+                   endpoints.setdefault(key[1], _traffic_row(endpoint=key[1])), total)
         for target in targets:
             for column in ("requests", "latency_ms_sum", *DAILY_SUMS):
                 target[column] += daily[column]
     return {"groups": [_with_means(groups[key]) for key in sorted(groups)],
             "days": [_with_means(days[key]) for key in sorted(days)],
+            "endpoints": [_with_means(endpoints[key]) for key in sorted(endpoints)],
             "total": _with_means(total)}
 
 

@@ -1,4 +1,4 @@
-"""Writes of the console: recall events (one per context request), their daily roll-up, and the RFC reset."""
+"""Writes of the console: recall events (one per assembly, REST or MCP), their daily roll-up, and the RFC reset."""
 import datetime as dt
 import logging
 
@@ -42,7 +42,8 @@ def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms
 
 
 def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> None:
-    """One RecallEvent from a context result's stats. Accounting never fails the request it accounts for."""
+    """One RecallEvent from a context or bootstrap result's stats; `endpoint` is one of RecallEvent's
+    ENDPOINT_CHOICES. Accounting never fails the request it accounts for."""
     try:
         row = _event_row(endpoint=endpoint, account_id=account_id, stats=stats, latency_ms=latency_ms)
         if connection.in_atomic_block:
@@ -97,7 +98,7 @@ def reset_profile_to_rfc_defaults(profile: PurposeProfile) -> bool:
         return False
     profile.quotas = dict(shipped["quotas"])
     profile.events_budget_ratio = shipped["events_budget_ratio"]
-    profile.detail, profile.max_tokens, profile.score_threshold = "", None, None
+    profile.detail, profile.max_tokens, profile.score_threshold, profile.tokenizer_family = "", None, None, ""
     profile.enabled = True
     profile.save()
     return True

@@ -25,6 +25,7 @@ class FileWrite:
     content: str
     mode: str = "replace"
     tags: tuple[str, ...] | None = None
+    peer: str = ""  # the actor peer that states it; kept on memories only (docs/retrieval.md, "Peers")
 
 
 def content_hash(content: str) -> str:
@@ -125,13 +126,13 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
 
 
 def _store_pending(caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now,
-                   counter) -> Context:
+                   counter, peer: str = "") -> Context:
     """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
     if row is None:
         row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind=kind,
                       context_type=target.context_type, category=target.category, owner=target.owner,
                       created_at=now)
-    row.content, row.content_hash, row.tags = content, digest, tags
+    row.content, row.content_hash, row.tags, row.peer = content, digest, tags, peer
     row.content_tokens = counter.count(content)
     row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
     row.save()
@@ -189,7 +190,10 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             content = row.content + write.content if row is not None and write.mode == "append" else write.content
             digest = content_hash(content)
             tags = list(write.tags) if write.tags is not None else (row.tags if row else [])
-            if row is not None and row.content_hash == digest and row.state == "ready" and row.tags == tags:
+            # A memory is its last writer's statement; resources and skills are shared, nobody's in particular.
+            peer = write.peer if target.context_type == "memory" else ""
+            if (row is not None and row.content_hash == digest and row.state == "ready" and row.tags == tags
+                    and row.peer == peer):
                 continue  # unchanged: nothing to redo
             changed.append(target.uri)
             sections = _sectioned(target, content)
@@ -201,7 +205,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
                 Context.objects.filter(account_id=caller.account_id, parent_uri=row.uri).delete()
                 row.delete()
                 row = None
-            _store_pending(caller, row, target, "file", content, digest, tags, now, counter)
+            _store_pending(caller, row, target, "file", content, digest, tags, now, counter, peer)
             processing.append(target.uri)
         task = _new_task(caller, kind, processing, touching=uris)
         _schedule(task)

@@ -7,6 +7,9 @@ from ovsite.errors import InvalidUri
 
 SCHEME = "viking://"
 SPACES = ("user", "agent", "resources")
+# Spaces of what an assembled block serves without a stored node (the bootstrap's instructions and session
+# continuity): a client may hand those URIs back in `exclude_uris`.
+SERVED_SPACES = ("server", "session")
 MEMORY_CATEGORIES = ("events", "entities", "preferences", "experiences")
 MAX_URI_LENGTH = 1024
 MAX_SEGMENT_LENGTH = 255
@@ -99,7 +102,7 @@ class VikingUri:
         return self.segments[: len(prefix.segments)] == prefix.segments
 
 
-def parse_uri(raw, *, user_id: str) -> VikingUri:
+def parse_uri(raw, *, user_id: str, spaces: tuple[str, ...] = SPACES) -> VikingUri:
     """Parses and normalises `raw`; `viking://~` is the calling user's own space. Raises `InvalidUri`."""
     if not isinstance(raw, str) or not raw:
         raise InvalidUri(str(raw), "a URI must be a non-empty string")
@@ -123,8 +126,8 @@ def parse_uri(raw, *, user_id: str) -> VikingUri:
         decoded = _decoded(segment)
         if decoded in (".", "..") or _DECODED_FORBIDDEN.search(decoded):
             raise InvalidUri(raw, "percent-encoded separators, dots and control characters are not allowed")
-    if segments and segments[0] not in SPACES:
-        raise InvalidUri(raw, f"the first segment must be one of {', '.join(SPACES)} or ~")
+    if segments and segments[0] not in spaces:
+        raise InvalidUri(raw, f"the first segment must be one of {', '.join(spaces)} or ~")
     if len(segments) > 1 and segments[0] in ("user", "agent") and not _OWNER_ID.match(segments[1]):
         raise InvalidUri(raw, "user and agent ids are 1-64 letters, digits, '_', '.', '@' or '-'")
     parsed = VikingUri(SCHEME + "/".join(segments), tuple(segments))
@@ -144,3 +147,23 @@ def parse_file_uri(raw, *, user_id: str) -> VikingUri:
     if parsed.context_type == "memory" and len(parsed.segments) == 3:
         raise InvalidUri(raw, "memories/ is a directory")
     return parsed
+
+
+def served_uri(raw, *, user_id: str) -> str:
+    """`raw` in the one form nodes are stored and served in: scheme in lower case, `~` expanded to the caller's
+    space as the write path does, no trailing slash. Stored URIs are `parse_uri`'s output, so they are already
+    in this form and compare with it as strings. Raises `InvalidUri`."""
+    return parse_uri(raw, user_id=user_id, spaces=SPACES + SERVED_SPACES).uri
+
+
+class Subtrees:
+    """Normalised URIs (`served_uri`), each standing for itself and everything below it: a directory for its
+    files, a document for its section nodes."""
+
+    def __init__(self, uris=()):
+        self.uris = frozenset(uris)
+        # The root `viking://` becomes `viking:/`, which every URI starts with: it covers everything.
+        self._prefixes = tuple(uri.rstrip("/") + "/" for uri in self.uris)
+
+    def __contains__(self, uri: str) -> bool:
+        return uri in self.uris or uri.startswith(self._prefixes)

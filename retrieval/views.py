@@ -6,17 +6,41 @@ from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from ovsite.api import QueryParamsSerializer, StrictSerializer, StringOrList, Timings, parse
+from ovsite.api import (
+    QueryParamsSerializer,
+    StrictSerializer,
+    StringOrList,
+    Timings,
+    parse,
+)
 from ovsite.envelope import ok
-from ovsite.openapi import BOOLEAN, INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation
 from ovsite.errors import InvalidArgument
+from ovsite.openapi import (
+    BOOLEAN,
+    INTEGER,
+    OBJECT,
+    STRING,
+    STRINGS,
+    TIMESTAMP,
+    array,
+    obj,
+    operation,
+)
 from retrieval import ingest, selectors, services
 from retrieval.search.find import find
-from retrieval.search.query import CONTEXT_TYPES, FILTER_FIELDS, SEARCH_MODES, FindQuery, parse_time
+from retrieval.search.query import (
+    CONTEXT_TYPES,
+    FILTER_FIELDS,
+    SEARCH_MODES,
+    FindQuery,
+    parse_time,
+)
 from retrieval.uris import parse_uri
 from retrieval.waiting import queue_status, wait_for_tasks
 
 TELEMETRY = serializers.JSONField(required=False)
+ACTOR_PEER_HEADER = "X-OpenViking-Actor-Peer"
+PEER_MAX_CHARS = 64  # Context.peer and Message.peer_id
 
 
 @extend_schema_field({"oneOf": [{"type": "integer", "enum": [1, 2]},
@@ -180,6 +204,14 @@ class BatchWriteRequest(WriteOptionsMixin, StrictSerializer):
     wait = serializers.BooleanField(default=True)
 
 
+def actor_peer(request) -> str:
+    """The actor peer a request writes as (`X-OpenViking-Actor-Peer`), stored on the memories it writes."""
+    peer = request.headers.get(ACTOR_PEER_HEADER, "")
+    if len(peer) > PEER_MAX_CHARS:
+        raise InvalidArgument(f"{ACTOR_PEER_HEADER} is at most {PEER_MAX_CHARS} characters", loc=[ACTOR_PEER_HEADER])
+    return peer
+
+
 def _tags_for(data: dict) -> tuple[str, ...] | None:
     if data.get("tag_mode") == "clear":
         return ()
@@ -197,7 +229,7 @@ def _finish(request_data: dict, caller, result: dict) -> dict:
 @api_view(["POST"])
 def content_write(request):
     data = parse(WriteRequest, request.data)
-    write = services.FileWrite(data["uri"], data["content"], data["mode"], _tags_for(data))
+    write = services.FileWrite(data["uri"], data["content"], data["mode"], _tags_for(data), peer=actor_peer(request))
     return ok(services.write_file(caller=request.user, write=write, wait=data["wait"], timeout_s=data.get("timeout")))
 
 
@@ -205,7 +237,9 @@ def content_write(request):
 @api_view(["POST"])
 def content_batch_write(request):
     data = parse(BatchWriteRequest, request.data)
-    writes = [services.FileWrite(op["uri"], op["content"], op["mode"], tuple(op["tags"]) if "tags" in op else None)
+    peer = actor_peer(request)
+    writes = [services.FileWrite(op["uri"], op["content"], op["mode"], tuple(op["tags"]) if "tags" in op else None,
+                                 peer=peer)
               for op in data["operations"]]
     if data.get("root_uri"):
         root = parse_uri(data["root_uri"], user_id=request.user.user_id).uri

@@ -26,7 +26,7 @@ class MessageInline(ReadOnly, admin.TabularInline):
 
 class CommitInline(ReadOnly, admin.TabularInline):
     model = Commit
-    fields = ("created_at", "archived_messages", "archive_summary", "extraction", "memories_extracted",
+    fields = ("created_at", "actor_peer", "archived_messages", "archive_summary", "extraction", "memories_extracted",
               "memories_deduplicated", "memories_skipped", "error", "finished_at")
     readonly_fields = fields
     ordering = ("-created_at",)

@@ -53,7 +53,7 @@ def _read_newest(messages) -> list[dict]:
     """The newest messages' text (each cut in SQL), up to READ_MAX_CHARS in all, in chronological order."""
     rows, used = [], 0
     for row in (messages.order_by("-index").annotate(head=Left("content", MESSAGE_READ_CHARS))
-                .values("index", "role", "head", "created_at").iterator(chunk_size=100)):
+                .values("index", "role", "peer_id", "head", "created_at").iterator(chunk_size=100)):
         text = " ".join(row.pop("head").split())
         if not text:
             continue
@@ -82,6 +82,13 @@ def _archive(commit: Commit) -> tuple[str, str, list[dict]]:
             archived.delete()
         Commit.objects.filter(id=commit.id).update(archived_messages=span["count"], archived_at=timezone.now())
     return previous, session.archive_overview, rows
+
+
+def memory_peer(rows: list[dict], actor_peer: str) -> str:
+    """The peer of the memories extracted from `rows` (docs/retrieval.md, "Peers"): the one peer their messages
+    name (the user's own messages name none), else the commit request's actor peer, else none."""
+    named = {row["peer_id"] for row in rows} - {""}
+    return named.pop() if len(named) == 1 else actor_peer
 
 
 def _condense(commit: Commit, *, account_id: int, previous: str, digested: str, rows: list[dict]) -> str:
@@ -120,7 +127,8 @@ def run_commit(*, commit_id: str) -> str:
     uris: list[str] = []
     try:
         previous, digested, rows = _archive(commit)
-        extraction = extract_memories(caller=caller, rows=rows, event_tags=commit.event_tags)
+        extraction = extract_memories(caller=caller, rows=rows, event_tags=commit.event_tags,
+                                      peer=memory_peer(rows, commit.actor_peer))
         uris = extraction.uris
         fields.update(extraction=extraction.status, memories_extracted=len(uris),
                       memories_deduplicated=extraction.deduplicated, memories_skipped=extraction.skipped,
@@ -162,9 +170,11 @@ def describe_commit(*, commit: Commit) -> dict:
     }
 
 
-def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, event_tags: list[str]) -> dict:
+def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, event_tags: list[str],
+                   actor_peer: str = "") -> dict:
     """`POST /api/v1/sessions/{id}/commit`: commits every message but the newest `keep_recent_count` (counted on
-    the turn clock now, so messages added meanwhile are kept too)."""
+    the turn clock now, so messages added meanwhile are kept too). `actor_peer` is kept for the task, which runs
+    after the request."""
     from sessions_app.tasks import commit_task
 
     session = require_session(caller=caller, session_id=session_id)
@@ -172,7 +182,7 @@ def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, e
     with transaction.atomic():
         ProcessingTask.objects.create(id=commit_id, account_id=caller.account_id, kind="commit", uris=[],
                                       owner=caller.user_id)
-        Commit.objects.create(id=commit_id, session=session, event_tags=list(event_tags),
+        Commit.objects.create(id=commit_id, session=session, event_tags=list(event_tags), actor_peer=actor_peer,
                               archive_before=max(0, session.total_message_count - keep_recent_count))
         transaction.on_commit(lambda: commit_task.delay(str(commit_id)))
     return describe_commit(commit=Commit.objects.select_related("session").get(id=commit_id))

@@ -10,11 +10,11 @@ from datetime import date
 from ovsite.auth import Caller
 from ovsite.errors import InvalidUri, OvsiteError
 from retrieval.embedders import EmbeddingError, get_embedder
+from retrieval.llm import complete, llm_configured
 from retrieval.search.find import ranked_hits
 from retrieval.search.fusion import score_of
 from retrieval.search.query import FindQuery
 from retrieval.search.statements import SearchQuery
-from retrieval.llm import complete, llm_configured
 from retrieval.services import FileWrite, write_files
 from retrieval.summaries import clip, file_abstract, prompt_messages
 from retrieval.uris import MEMORY_CATEGORIES, SCHEME, parse_file_uri
@@ -123,10 +123,10 @@ def _conversation(rows: list[dict]) -> str:
     return "\n".join(f"[{row['index']}] {row['role']}: {row['text']}" for row in rows)
 
 
-def extract_memories(*, caller: Caller, rows: list[dict], event_tags: list[str]) -> Extraction:
+def extract_memories(*, caller: Caller, rows: list[dict], event_tags: list[str], peer: str = "") -> Extraction:
     """Memories from the archived messages `rows` ({index, role, text, created_at}, chronological, bounded by the
-    caller), written into the caller's memory tree in one batch. A failed call or write is the status, not an
-    exception."""
+    caller), written into the caller's memory tree in one batch under `peer`. A failed call or write is the
+    status, not an exception."""
     if not llm_configured():
         return Extraction(status="off")
     if not rows:
@@ -154,7 +154,8 @@ def extract_memories(*, caller: Caller, rows: list[dict], event_tags: list[str])
         return Extraction(status="ok", outcome="ok", deduplicated=deduplicated, skipped=skipped)
     # A memory under an existing name that is not a near-duplicate is a newer statement of it (a changed
     # preference, a corrected fact): it replaces the stored one.
-    writes = [FileWrite(uri=m.uri, content=m.content, tags=tuple(event_tags) if m.category == "events" else None)
+    writes = [FileWrite(uri=m.uri, content=m.content, tags=tuple(event_tags) if m.category == "events" else None,
+                        peer=peer)
               for m in kept]
     try:
         written = write_files(caller=caller, writes=writes)

@@ -59,6 +59,10 @@ class Commit(models.Model):
     archive_before = models.PositiveIntegerField(help_text="Messages with a lower index are archived.")
     event_tags = ArrayField(models.CharField(max_length=64), default=list, blank=True,
                             help_text="Tags for the event memories, from the request's extraction_metadata.")
+    actor_peer = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="The commit request's X-OpenViking-Actor-Peer: the peer of the extracted memories when the "
+                  "archived messages do not name exactly one (docs/retrieval.md, \"Peers\").")
     archived_messages = models.PositiveIntegerField(default=0)
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_summary = models.CharField(max_length=8, choices=STEP_CHOICES, default="pending",

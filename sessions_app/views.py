@@ -5,6 +5,7 @@ from rest_framework.decorators import api_view
 from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
 from ovsite.envelope import ok
 from ovsite.openapi import INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation, path_parameter
+from retrieval.views import actor_peer
 from sessions_app import commit, selectors, services
 from sessions_app.models import Commit, Message
 
@@ -169,4 +170,5 @@ def commit_session(request, session_id):
     data = parse(CommitRequest, request.data or {})
     tags = data.get("extraction_metadata", {}).get("event", {}).get("tags", [])
     return ok(commit.commit_session(caller=request.user, session_id=session_id,
-                                    keep_recent_count=data["keep_recent_count"], event_tags=tags))
+                                    keep_recent_count=data["keep_recent_count"], event_tags=tags,
+                                    actor_peer=actor_peer(request)))

@@ -89,7 +89,7 @@ def test_a_settings_change_applies_to_the_next_request_and_is_in_the_history(ope
 
 def test_reset_to_rfc_defaults_restores_every_knob_and_is_logged(operator):
     RetrievalSettings.objects.filter(pk=1).update(default_max_tokens=900, recall_score_threshold=0.9,
-                                                  rerank_enabled=True, max_expansion_queries=1)
+                                                  max_expansion_queries=1)
     response = operator.post(reverse("admin:profiles_retrievalsettings_changelist"),
                              {"action": "reset_to_rfc_defaults", "_selected_action": ["1"]})
     assert response.status_code == 302
@@ -176,14 +176,15 @@ def test_a_new_profile_is_a_valid_purpose_at_once(operator, api):
 
 def test_reset_builtin_profiles_to_rfc_defaults(operator):
     PurposeProfile.objects.filter(name="coding").update(quotas={"events": 1}, events_budget_ratio=0.9,
-                                                        max_tokens=700, enabled=False)
+                                                        max_tokens=700, enabled=False, tokenizer_family="qwen")
     extra = PurposeProfile.objects.create(name="triage", quotas={"events": 2})
     response = operator.post(reverse("admin:profiles_purposeprofile_changelist"),
                              {"action": "reset_to_rfc_defaults", "_selected_action": [coding().pk, extra.pk]},
                              follow=True)
     profile = coding()
-    assert (profile.quotas, profile.events_budget_ratio, profile.max_tokens, profile.enabled) == (
-        BUILTIN_PROFILES["coding"]["quotas"], BUILTIN_PROFILES["coding"]["events_budget_ratio"], None, True)
+    assert (profile.quotas, profile.events_budget_ratio, profile.max_tokens, profile.enabled,
+            profile.tokenizer_family) == (
+        BUILTIN_PROFILES["coding"]["quotas"], BUILTIN_PROFILES["coding"]["events_budget_ratio"], None, True, "")
     assert PurposeProfile.objects.get(name="triage").quotas == {"events": 2}
     assert "Not built-in" in response.content.decode()
     assert LogEntry.objects.get(object_repr="coding").change_message == "Reset to RFC defaults."

@@ -110,7 +110,7 @@ def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(bro
 
     browser.get(live_server.url + "/admin/")
     browser.find_element(By.LINK_TEXT, "Recall traffic").click()
-    assert len(wait(browser, charts_drawn)) == 6
+    assert len(wait(browser, charts_drawn)) == 7
     events = RecallEvent.objects.all()  # the seeded three and the /search call above
     totals = events.aggregate(used=Sum("used_tokens"), dropped=Sum("dropped"))
     assert browser.find_element(By.ID, "total-requests").text == str(events.count()) == "4"

@@ -21,7 +21,18 @@ from mcp.client.streamable_http import streamable_http_client
 from retrieval.models import Context, ProcessingTask
 from sessions_app.models import Session
 from tests.test_isolation import (  # noqa: F401 (fixtures)
-    A_VAULT, ALIAS_TRICKS, DISTINCT_TRICKS, HIDDEN_FROM, INVALID_TRICKS, ROOT_KEY, Client, root_key, w, world)
+    A_VAULT,
+    ALIAS_TRICKS,
+    DISTINCT_TRICKS,
+    HIDDEN_FROM,
+    INVALID_TRICKS,
+    ROOT_KEY,
+    Client,
+    root_key,
+    w,
+    without_request_ids,
+    world,
+)
 from tests.test_mcp import live_url  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("root_key", "shipped_rows")
@@ -208,6 +219,7 @@ def mcp_calls(url: str, key: str, calls: list[tuple[str, dict]]) -> list[tuple[b
 def assert_nothing_of_others(name: str, text: str, where, *, uris: bool = True):
     """No word of another principal's content; with `uris`, none of their URIs either (a probe that names one
     may see it echoed: its twin comparison covers that)."""
+    text = without_request_ids(text)
     leaked = [word for word in HIDDEN_FROM[name] if word in text]
     leaked += [prefix for prefix in OTHERS_URI_PREFIXES[name] if uris and prefix in text]
     assert not leaked, f"{where}: {name} saw {leaked}: {text[:400]}"

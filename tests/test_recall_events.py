@@ -1,4 +1,5 @@
-"""One RecallEvent per /search context and /recall request, never failing it, and the roll-up that prunes them."""
+"""One RecallEvent per assembly (/search context, /recall, bootstrap, and the MCP tools), never failing it, and the
+roll-up that prunes them."""
 import datetime as dt
 import json
 
