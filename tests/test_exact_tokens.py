@@ -240,3 +240,20 @@ def test_truncation_keeps_an_exact_head_within_the_limit(text, limit, family):
     assert text.startswith(stem)
     if counter.count(text) <= limit:
         assert head == text
+
+
+def test_a_text_planned_whole_is_served_whole_whatever_the_estimate():
+    """The plan takes a content whole by its stored count, which is exact; the executor must not cut it to that
+    count as the estimator counts (here the estimate is far above it): its end, often the answer, would be lost."""
+    from assembly.executor import _planned_part
+    from assembly.planner import Candidate, PlannedEntry
+    from retrieval.tokens import estimate_tokens
+
+    text = "Deploy notes. " * 40 + "The rollback code is ZX-93."
+    stored = counter_for("o200k").count(text)
+    candidate = Candidate(uri="viking://resources/n.md", category="resources", context_type="resource", kind="file",
+                          score=0.5, abstract="", content_tokens=stored // 2)
+    assert estimate_tokens(text) > stored // 2
+    assert _planned_part(text, PlannedEntry(candidate, "full", stored // 2, 0), "o200k") == text
+    cut = _planned_part(text, PlannedEntry(candidate, "full", stored // 4, 0), "o200k")
+    assert text.startswith(cut.removesuffix("\n…")) and "ZX-93" not in cut

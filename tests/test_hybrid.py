@@ -321,3 +321,18 @@ def test_a_files_content_is_indexed_and_a_directorys_whole_document_text_is_not(
                                overview="an outline", created_at=now, updated_at=now)
     rows = dict(Context.objects.filter(account=account).values_list("kind", "lexemes"))
     assert "zephyrin" in rows["file"] and "zephyrin" not in rows["dir"] and "outlin" in rows["dir"]
+
+
+def test_a_small_store_has_no_stop_words_whatever_the_statistics_say(api):
+    """Statistics that call the query's only term common (three of four nodes hold it, ANALYZE just ran) drop no
+    term in an account under STOP_WORDS_FROM nodes: the lexical search still finds its holders."""
+    api.write_all({f"viking://~/memories/entities/proxy-{i}.md": f"Caddy fronts ingest number {i}." for i in range(3)}
+                  | {"viking://~/memories/entities/db.md": "Postgres keeps the orders."})
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_context")
+        cursor.execute("SELECT freq FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs) "
+                       "AS common(elem, freq) WHERE tablename = 'retrieval_context' AND attname = 'lexemes' "
+                       "AND elem = 'caddi'")
+        assert cursor.fetchone()[0] > 0.2  # a stop word by the share alone
+    hits = hit_uris(api.find("caddy", search_mode="lexical"))
+    assert sorted(hits) == [f"viking://user/default/memories/entities/proxy-{i}.md" for i in range(3)]

@@ -47,6 +47,10 @@ def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
 # lexemes column, kept by ANALYZE): it weighs next to nothing in BM25, yet matching it means ranking that share of
 # the store ("user" is in 36 % of bench/find_latency.py's corpus, "summari" in 69 %).
 COMMON_TERM_SHARE = 0.2
+# Below this many searchable nodes in the scope a store has no stop words: ranking every node that holds a common
+# term costs little there, and a share of a few nodes (one of four holds "caddy") says nothing of the language —
+# nor do the table's statistics, which may date from when it held other things.
+STOP_WORDS_FROM = 1000
 STORE_TERMS = Predicate(
     "store_terms AS MATERIALIZED (SELECT elem, freq FROM pg_stats, unnest(most_common_elems::text::text[], "
     "most_common_elem_freqs) AS common(elem, freq) WHERE schemaname = current_schema() "
@@ -54,10 +58,11 @@ STORE_TERMS = Predicate(
 
 
 def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
-                  scope_size: int) -> list[Predicate]:
+                  scope_size: int, stop_words: bool = True) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Search modes"):
 
-    - terms_i: the query's distinct lexemes but the store's stop words (`terms`), and `match`, any of them (OR):
+    - terms_i: the query's distinct lexemes but the store's stop words (with `stop_words`: `STORE_TERMS` is
+      among the statement's subqueries) (`terms`), and `match`, any of them (OR):
       a question rarely shares all its words with the memory that answers it, and AND-ing them matched almost
       nothing on conversational memory;
     - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
@@ -66,6 +71,8 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
       among the matches and N the scope's size (`scope_size`, or the matches when more): a term that most nodes
       hold (the user, 用户) weighs little beside a name that few hold, which ts_rank cannot do. Counted in the
       account, it answers the same whatever other accounts hold."""
+    common = ("AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s AND elem IS NOT NULL)"
+              if stop_words else "")
     bucket = ("'all'" if buckets == [EVERYTHING] else
               "CASE " + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
               + " END")
@@ -77,8 +84,8 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
                   f"FROM unnest(kept) AS term), ' | '), '')::tsquery AS match, kept AS terms, ARRAY(SELECT "
                   f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
                   f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
-                  f"WHERE strpos(term, chr(92)) = 0 AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s "
-                  f"AND elem IS NOT NULL)) AS kept OFFSET 0) AS query_terms)", (text, COMMON_TERM_SHARE)),
+                  f"WHERE strpos(term, chr(92)) = 0 {common}) AS kept OFFSET 0) AS query_terms)",
+                  (text, COMMON_TERM_SHARE) if stop_words else (text,)),
         # A node's terms by one tsvector probe each (a binary search), not a scan of all its lexemes.
         Predicate(f"matched_{index} AS MATERIALIZED (SELECT {TABLE}.\"id\", length({LEXEMES}) AS size, "
                   f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index}), (SELECT probes FROM "
@@ -165,12 +172,14 @@ def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tupl
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
     only the few nodes outside every bucket, and no B-tree answers its condition at once."""
-    common, nearest_selects, lexical_selects = [STORE_TERMS] if lexical else [], [], []
+    stop_words = bool(lexical) and scope_size >= STOP_WORDS_FROM
+    common, nearest_selects, lexical_selects = [STORE_TERMS] if stop_words else [], [], []
     for index, query in enumerate(queries):
         holder, read = shared_vector(f"query_{index}", query.vector)
         common.append(holder)
         if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
-            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size)
+            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size,
+                                    stop_words)
             lexical_selects.append(lexical_select(index, read, columns, lexical))
         nearest_selects += [nearest_select(_within(scope, label), read, columns, count, label, index,
                                            gate=label not in (EVERYTHING, "other"), lexical=bool(lexical))
