@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from profiles.models import RecallEvent, RetrievalSettings
 from tests.test_mcp import live_url, mcp_session, text_of  # noqa: F401 (live_url is a fixture)
+from tests.test_recall_events import post
 
 SEARCH, RECALL, FIND = "/api/v1/search/search", "/api/v1/search/recall", "/api/v1/search/find"
 ME = "viking://user/default/memories"
@@ -25,12 +26,6 @@ def corpus(api):
         "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
     })
     return api
-
-
-def post(api, path, body):
-    status, answer = api.post(path, body)
-    assert status == 200, answer
-    return answer["result"]
 
 
 def endpoints() -> list[str]:
