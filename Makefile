@@ -63,12 +63,12 @@ serve: pg-start
 	rm -rf "$(METRICS_DIR)" && mkdir -p "$(METRICS_DIR)" var
 	PROMETHEUS_MULTIPROC_DIR="$(METRICS_DIR)" $(HONCHO) start --procfile Procfile web worker beat
 
-# The fault tests start their own redis-server (a real Celery broker, tests/test_faults.py): Debian's package.
+# The fault tests start their own redis-server (a real Celery broker, tests/ovsite/test_faults.py): Debian's package.
 test-services:
 	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends redis-server; }
 
-# Headless Chromium and its driver from Debian for the console's browser test (tests/test_console_browser.py).
+# Headless Chromium and its driver from Debian for the console's browser test (tests/profiles/test_console_browser.py).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }

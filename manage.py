@@ -13,7 +13,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] and sys.argv[1] not in WEB_COMMANDS:
         from django.conf import settings
 
-        from ovsite.db_session import use_statement_timeout
+        from core.db_session import use_statement_timeout
 
         use_statement_timeout(settings.DB_COMMAND_STATEMENT_TIMEOUT_MS)
     execute_from_command_line(sys.argv)

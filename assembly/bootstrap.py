@@ -8,6 +8,7 @@ messages' abstracts), `working_state` (recent events, newest kept, rendered olde
 its events and the user's about 8:2) and `listing` (every
 other file, newest first, abstracts only; preferences by name only — their bodies never go into a bootstrap).
 """
+
 import hashlib
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from assembly.expansion import SessionContext
 from assembly.planner import Candidate, block_cost
-from ovsite.auth import Caller
+from core.auth import Caller
 from profiles.models import BUCKETS
 from retrieval.selectors import visible_nodes
 from retrieval.tokens import estimate_tokens, truncate_to_tokens
@@ -70,13 +71,13 @@ def slot_budgets(settings_row, max_tokens: int) -> dict[str, int]:
     return {name: int(max_tokens * share * scale) for name, share in shares.items()}
 
 
-def declared_text(*, uri: str, category: str, context_type: str, text: str, budget: int,
-                  family: str) -> tuple[Candidate, str]:
+def declared_text(
+    *, uri: str, category: str, context_type: str, text: str, budget: int, family: str
+) -> tuple[Candidate, str]:
     """A declared text as one `full` candidate within `budget`, the block's tags included: whole when it fits,
     else its head with a pointer to the whole (RFC §3.6 size gate: a hard cap, head kept). When not even the
     pointer fits, the name alone (`uri`). Returns the candidate and its pinned tier."""
-    shell = Candidate(uri=uri, category=category, context_type=context_type, kind="file", score=SLOT_SCORE,
-                      abstract="")
+    shell = Candidate(uri=uri, category=category, context_type=context_type, kind="file", score=SLOT_SCORE, abstract="")
     room = budget - block_cost(shell, "full", 0, family)
     body = truncate_to_tokens(text, room, family, marker=CUT_POINTER.format(uri)) if room > 0 and text else ""
     if not body:
@@ -85,9 +86,16 @@ def declared_text(*, uri: str, category: str, context_type: str, text: str, budg
 
 
 def _candidate(row: dict) -> Candidate:
-    return Candidate(uri=row["uri"], category=row["category"], context_type=row["context_type"], kind=row["kind"],
-                     score=SLOT_SCORE, abstract=row["abstract"], overview_tokens=row["overview_tokens"],
-                     content_tokens=row["content_tokens"])
+    return Candidate(
+        uri=row["uri"],
+        category=row["category"],
+        context_type=row["context_type"],
+        kind=row["kind"],
+        score=SLOT_SCORE,
+        abstract=row["abstract"],
+        overview_tokens=row["overview_tokens"],
+        content_tokens=row["content_tokens"],
+    )
 
 
 def _ready_files(caller: Caller):
@@ -95,8 +103,14 @@ def _ready_files(caller: Caller):
 
 
 def instructions_slot(*, instructions: Instructions, budget: int, family: str, **_) -> Slot:
-    candidate, tier = declared_text(uri=INSTRUCTIONS_URI, category="instructions", context_type="resource",
-                                    text=instructions.text, budget=budget, family=family)
+    candidate, tier = declared_text(
+        uri=INSTRUCTIONS_URI,
+        category="instructions",
+        context_type="resource",
+        text=instructions.text,
+        budget=budget,
+        family=family,
+    )
     return Slot("instructions", [candidate], tier, declared=True)
 
 
@@ -105,8 +119,9 @@ def identity_slot(*, caller: Caller, budget: int, family: str, **_) -> Slot:
     content = _ready_files(caller).filter(uri=uri).values_list("content", flat=True).first()
     if content is None:
         return Slot("identity", [], "full", declared=True)
-    candidate, tier = declared_text(uri=uri, category="profile", context_type="memory", text=content,
-                                    budget=budget, family=family)
+    candidate, tier = declared_text(
+        uri=uri, category="profile", context_type="memory", text=content, budget=budget, family=family
+    )
     return Slot("identity", [candidate], tier, declared=True)
 
 
@@ -115,8 +130,11 @@ def continuity_text(context: SessionContext, budget_tokens: int, family: str) ->
     differ by script, so the character cap is narrowed from a generous guess until the estimate fits."""
     chars = max(1, budget_tokens) * 4
     for _ in range(6):
-        text = context.text(chars=chars, overview_chars=chars * 2 // 3 if context.messages else chars,
-                            message_chars=MESSAGE_ABSTRACT_CHARS)
+        text = context.text(
+            chars=chars,
+            overview_chars=chars * 2 // 3 if context.messages else chars,
+            message_chars=MESSAGE_ABSTRACT_CHARS,
+        )
         used = estimate_tokens(text, family)
         if used <= budget_tokens:
             return text
@@ -131,11 +149,16 @@ def continuity_slot(*, session, settings_row, budget: int, family: str, **_) -> 
     if not context.has_context():
         return Slot("continuity", [], "full", declared=True)
     uri = SESSION_URI.format(session.session_id)
-    shell_cost = block_cost(Candidate(uri=uri, category="session", context_type="resource", kind="file",
-                                      score=SLOT_SCORE, abstract=""), "full", 0, family)
+    shell_cost = block_cost(
+        Candidate(uri=uri, category="session", context_type="resource", kind="file", score=SLOT_SCORE, abstract=""),
+        "full",
+        0,
+        family,
+    )
     text = continuity_text(context, budget - shell_cost, family)
-    candidate, tier = declared_text(uri=uri, category="session", context_type="resource", text=text,
-                                    budget=budget, family=family)
+    candidate, tier = declared_text(
+        uri=uri, category="session", context_type="resource", text=text, budget=budget, family=family
+    )
     return Slot("continuity", [candidate], tier, declared=True)
 
 
@@ -152,21 +175,27 @@ def working_state_slot(*, caller: Caller, settings_row, actor_peer: str = "", **
     split the places by `bootstrap_working_state_peer_share`; other peers' events are another peer's state."""
     cap = settings_row.bootstrap_working_state_max
     since = timezone.now() - timedelta(days=settings_row.bootstrap_working_state_days)
-    events = (_ready_files(caller).filter(context_type="memory", category="events", updated_at__gte=since)
-              .order_by("-updated_at", "uri"))
+    events = (
+        _ready_files(caller)
+        .filter(context_type="memory", category="events", updated_at__gte=since)
+        .order_by("-updated_at", "uri")
+    )
     if not actor_peer:
         rows = list(events.values(*COLUMNS)[:cap])
     else:
         # one round trip: each side's newest `cap`, then the split
         columns = (*COLUMNS, "peer", "updated_at")
-        both = list(events.filter(peer=actor_peer).values(*columns)[:cap]
-                    .union(events.filter(peer="").values(*columns)[:cap], all=True))
-        newest_first = sorted(sorted(both, key=lambda row: row["uri"]), key=lambda row: row["updated_at"],
-                              reverse=True)
+        both = list(
+            events.filter(peer=actor_peer)
+            .values(*columns)[:cap]
+            .union(events.filter(peer="").values(*columns)[:cap], all=True)
+        )
+        newest_first = sorted(sorted(both, key=lambda row: row["uri"]), key=lambda row: row["updated_at"], reverse=True)
         peer_rows = [row for row in newest_first if row["peer"] == actor_peer]
         user_rows = [row for row in newest_first if row["peer"] == ""]
-        peer_taken, user_taken = peer_places(cap, settings_row.bootstrap_working_state_peer_share,
-                                             len(peer_rows), len(user_rows))
+        peer_taken, user_taken = peer_places(
+            cap, settings_row.bootstrap_working_state_peer_share, len(peer_rows), len(user_rows)
+        )
         kept = {row["uri"] for row in peer_rows[:peer_taken] + user_rows[:user_taken]}
         rows = [row for row in newest_first if row["uri"] in kept]
     return Slot("working_state", [_candidate(row) for row in rows], "auto", chronological=True)
@@ -174,13 +203,23 @@ def working_state_slot(*, caller: Caller, settings_row, actor_peer: str = "", **
 
 def listing_slot(*, caller: Caller, settings_row, taken: set[str], **_) -> Slot:
     """Ordered by last update, newest first: an alphabetical cut would leave a random prefix (RFC §3.6)."""
-    rows = (_ready_files(caller).exclude(context_type="memory", category="profile").exclude(uri__in=taken)
-            .order_by("-updated_at", "uri").values(*COLUMNS)[: settings_row.bootstrap_listing_max])
+    rows = (
+        _ready_files(caller)
+        .exclude(context_type="memory", category="profile")
+        .exclude(uri__in=taken)
+        .order_by("-updated_at", "uri")
+        .values(*COLUMNS)[: settings_row.bootstrap_listing_max]
+    )
     return Slot("listing", [_candidate(row) for row in rows], LISTING_DETAIL)
 
 
-PROVIDERS = {"instructions": instructions_slot, "identity": identity_slot, "continuity": continuity_slot,
-             "working_state": working_state_slot, "listing": listing_slot}
+PROVIDERS = {
+    "instructions": instructions_slot,
+    "identity": identity_slot,
+    "continuity": continuity_slot,
+    "working_state": working_state_slot,
+    "listing": listing_slot,
+}
 
 
 def provide_slot(name: str, **context) -> Slot:

@@ -1,17 +1,27 @@
 """Candidate providers (docs/retrieval.md): score order across domains, or per-bucket quotas — one SQL round trip
 each, through retrieval.search."""
+
 from dataclasses import dataclass, field
 
 from assembly.planner import Candidate
-from ovsite.auth import Caller
+from core.auth import Caller
 from retrieval.models import BUCKET_CONDITIONS
 from retrieval.search.fusion import Ranking
 from retrieval.search.query import FindQuery, Predicate, peer_predicate
 from retrieval.search.ranking import by_bucket, score_order
 from retrieval.search.statements import SearchQuery
 
-COLUMNS = ("uri", "kind", "context_type", "category", "peer", "abstract", "abstract_tokens", "overview_tokens",
-           "content_tokens")
+COLUMNS = (
+    "uri",
+    "kind",
+    "context_type",
+    "category",
+    "peer",
+    "abstract",
+    "abstract_tokens",
+    "overview_tokens",
+    "content_tokens",
+)
 BUCKETS = tuple(BUCKET_CONDITIONS)  # each has its own partial HNSW index (retrieval.models)
 
 
@@ -41,35 +51,81 @@ class PeerPolicy:
 def _candidates(rows: list[dict], peers: PeerPolicy) -> list[Candidate]:
     """Rows in their fused order, another peer's down-weighted in score and place."""
     weighted = sorted(rows, key=lambda row: (-row["fused"] * peers.weight(row["peer"]), row["uri"]))
-    return [Candidate(uri=row["uri"], category=row["category"], context_type=row["context_type"], kind=row["kind"],
-                      score=round(row["score"] * peers.weight(row["peer"]), 6), abstract=row["abstract"],
-                      abstract_tokens=row["abstract_tokens"], overview_tokens=row["overview_tokens"],
-                      content_tokens=row["content_tokens"])
-            for row in weighted]
+    return [
+        Candidate(
+            uri=row["uri"],
+            category=row["category"],
+            context_type=row["context_type"],
+            kind=row["kind"],
+            score=round(row["score"] * peers.weight(row["peer"]), 6),
+            abstract=row["abstract"],
+            abstract_tokens=row["abstract_tokens"],
+            overview_tokens=row["overview_tokens"],
+            content_tokens=row["content_tokens"],
+        )
+        for row in weighted
+    ]
 
 
-def score_candidates(*, caller: Caller, scope: Predicate, spec: FindQuery, queries: list[SearchQuery], limit: int,
-                     peers: PeerPolicy, ranking: Ranking) -> Candidates:
+def score_candidates(
+    *,
+    caller: Caller,
+    scope: Predicate,
+    spec: FindQuery,
+    queries: list[SearchQuery],
+    limit: int,
+    peers: PeerPolicy,
+    ranking: Ranking,
+) -> Candidates:
     """No purpose, no quotas: one cross-domain search for all queries, best `limit` kept. `scope` is `spec`'s
     compiled scope (retrieval.search.query.scope_predicate)."""
-    found = score_order(caller=caller, spec=spec, scope=peers.restrict(scope), queries=queries, limit=limit,
-                        columns=COLUMNS, ranking=ranking)
+    found = score_order(
+        caller=caller,
+        spec=spec,
+        scope=peers.restrict(scope),
+        queries=queries,
+        limit=limit,
+        columns=COLUMNS,
+        ranking=ranking,
+    )
     items = _candidates(found.rows, peers)
-    return Candidates(items=items, searched={"all": len(items)}, below_threshold=found.below_threshold,
-                      strong=found.strong)
+    return Candidates(
+        items=items, searched={"all": len(items)}, below_threshold=found.below_threshold, strong=found.strong
+    )
 
 
-def quota_candidates(*, caller: Caller, scope: Predicate, spec: FindQuery, queries: list[SearchQuery],
-                     quotas: dict[str, int], peers: PeerPolicy, partitions: tuple[str, ...], ranking: Ranking,
-                     pool: int | None = None) -> Candidates:
+def quota_candidates(
+    *,
+    caller: Caller,
+    scope: Predicate,
+    spec: FindQuery,
+    queries: list[SearchQuery],
+    quotas: dict[str, int],
+    peers: PeerPolicy,
+    partitions: tuple[str, ...],
+    ranking: Ranking,
+    pool: int | None = None,
+) -> Candidates:
     """Purpose or quotas: each bucket searched on its own so a weak bucket is not crowded out by a strong one;
     a bucket outside `partitions` (retrieval.search.query.search_partitions) has nothing to find. With a `pool`,
     the quotas are shares of it (retrieval.search.ranking.by_bucket)."""
     active = [(bucket, quotas[bucket]) for bucket in BUCKETS if quotas.get(bucket, 0) > 0 and bucket in partitions]
-    found = by_bucket(caller=caller, spec=spec, scope=peers.restrict(scope), queries=queries, counts=active,
-                      columns=COLUMNS, ranking=ranking, pool=pool)
+    found = by_bucket(
+        caller=caller,
+        spec=spec,
+        scope=peers.restrict(scope),
+        queries=queries,
+        counts=active,
+        columns=COLUMNS,
+        ranking=ranking,
+        pool=pool,
+    )
     searched = {bucket: 0 for bucket, _ in active}
     for row in found.rows:
         searched[row["bucket"]] += 1
-    return Candidates(items=_candidates(found.rows, peers), searched=searched,
-                      below_threshold=found.below_threshold, strong=found.strong)
+    return Candidates(
+        items=_candidates(found.rows, peers),
+        searched=searched,
+        below_threshold=found.below_threshold,
+        strong=found.strong,
+    )

@@ -10,6 +10,7 @@ and is handed counts made here.
   after), so the parts add up, and a two-decimal score costs the same whatever its digits. Where they do not (a
   URI ending in `/`, whose slash joins the quote), the plan is a token off, which the exact fit absorbs.
 """
+
 from dataclasses import replace
 from functools import lru_cache
 from html import escape
@@ -32,8 +33,9 @@ def _template_tokens(counter: Counter, category: str) -> tuple[int, ...]:
     """The element at each tier (TIER_ORDER: a `uri` line, then tags around a body) less the URI, separator
     included: the detail's name costs more in some vocabularies than in others."""
     uri = _uri_tokens(counter, _TEMPLATE_URI)
-    return tuple(counter.count(render_block(_TEMPLATE_URI, category, 0.0, tier, "") + SEPARATOR) - uri
-                 for tier in TIER_ORDER)
+    return tuple(
+        counter.count(render_block(_TEMPLATE_URI, category, 0.0, tier, "") + SEPARATOR) - uri for tier in TIER_ORDER
+    )
 
 
 def _shell_tokens(counter: Counter, uri: str, category: str) -> tuple[int, ...]:
@@ -46,5 +48,11 @@ def with_exact_costs(candidates: list[Candidate], counter: Counter, stored_famil
     if not counter.exact:
         return [replace(c, abstract_tokens=None) if c.abstract_tokens is not None else c for c in candidates]
     stored = counter.family == stored_family
-    return [replace(c, shell_tokens=_shell_tokens(counter, c.uri, c.category),
-                    abstract_tokens=c.abstract_tokens if stored else None) for c in candidates]
+    return [
+        replace(
+            c,
+            shell_tokens=_shell_tokens(counter, c.uri, c.category),
+            abstract_tokens=c.abstract_tokens if stored else None,
+        )
+        for c in candidates
+    ]

@@ -1,8 +1,9 @@
 """Cross-turn dedup and exclusion (RFC §3.2 L2): pure filtering of candidates."""
+
 from dataclasses import dataclass
 
 from assembly.planner import Candidate
-from ovsite.errors import InvalidArgument, InvalidUri
+from core.errors import InvalidArgument, InvalidUri
 from retrieval.uris import Subtrees, served_uri
 
 

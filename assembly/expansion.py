@@ -3,6 +3,7 @@
 
 The session context is read here once and reused by the L3 rewrite (RFC: the rewrite's slice costs no extra I/O).
 """
+
 import json
 import re
 from dataclasses import dataclass
@@ -115,19 +116,26 @@ def _plan(original: str, rewrites: list[str], max_queries: int) -> list[str]:
     return planned
 
 
-def plan_queries(*, query: str, mode: str, context: SessionContext, settings_row,
-                 account_id: int | None) -> QueryPlan:
+def plan_queries(*, query: str, mode: str, context: SessionContext, settings_row, account_id: int | None) -> QueryPlan:
     max_queries = min(3, settings_row.max_expansion_queries)  # RFC: ≤3, whatever the row says
     if mode != "auto" or max_queries < 2 or not llm_configured() or not context.has_context():
         return QueryPlan([query], "off")
     prompt = load_prompt("expansion")
     session_text = context.text(chars=CONTEXT_CHARS, overview_chars=OVERVIEW_CHARS, message_chars=MESSAGE_CHARS)
     values = {"max_rewrites": str(max_queries - 1), "context": session_text, "query": query}
-    completion = complete(kind="expansion", model=planner_model(), timeout_s=settings_row.recall_intent_timeout_s,
-                          account_id=account_id, max_tokens=EXPANSION_MAX_TOKENS, json_mode=True,
-                          parse=parse_queries,
-                          messages=[{"role": "system", "content": fill(prompt.system, **values)},
-                                    {"role": "user", "content": fill(prompt.user, **values)}])
+    completion = complete(
+        kind="expansion",
+        model=planner_model(),
+        timeout_s=settings_row.recall_intent_timeout_s,
+        account_id=account_id,
+        max_tokens=EXPANSION_MAX_TOKENS,
+        json_mode=True,
+        parse=parse_queries,
+        messages=[
+            {"role": "system", "content": fill(prompt.system, **values)},
+            {"role": "user", "content": fill(prompt.user, **values)},
+        ],
+    )
     if not completion.ok:
         return QueryPlan([query], "failed")
     return QueryPlan(_plan(query, completion.value, max_queries), "used")

@@ -4,6 +4,7 @@ Pure: rendered entries and the URIs of the documents among their parents in, ent
 document's (`uri`), lists its sections in `sections` (document order) and gives each section's text under its own
 URI, so every section stays citable; the rendered text never grows, so the budget invariant holds.
 """
+
 from assembly.render import render_block, render_blocks
 from retrieval.tokens import estimate_tokens
 
@@ -25,7 +26,8 @@ def merge_sections(entries: list[dict], documents: set[str], family: str) -> lis
             continue
         merged = _merged(document, tier, members)
         if estimate_tokens(merged["block"], family) >= estimate_tokens(
-                render_blocks([m["block"] for m in members]), family):
+            render_blocks([m["block"] for m in members]), family
+        ):
             continue
         replaced[id(members[0])] = merged
         replaced.update({id(m): None for m in members[1:]})
@@ -33,7 +35,8 @@ def merge_sections(entries: list[dict], documents: set[str], family: str) -> lis
     out = [entry for entry in out if entry is not None]
     # The estimator rounds per byte class, so compare the whole texts once more rather than trust the sums.
     if estimate_tokens(render_blocks([e["block"] for e in out]), family) > estimate_tokens(
-            render_blocks([e["block"] for e in entries]), family):
+        render_blocks([e["block"] for e in entries]), family
+    ):
         return entries
     return out
 
@@ -42,6 +45,13 @@ def _merged(document: str, tier: str, members: list[dict]) -> dict:
     ordered = sorted(members, key=lambda m: m["uri"])  # section names start with their position
     text = "\n\n".join(f"{m['uri']}\n{m['text']}" for m in ordered)
     best = max(members, key=lambda m: m["score"])
-    return {"uri": document, "category": best["category"], "score": best["score"], "detail": tier, "text": text,
-            "abstract": "", "sections": [m["uri"] for m in ordered],
-            "block": render_block(document, best["category"], best["score"], tier, text)}
+    return {
+        "uri": document,
+        "category": best["category"],
+        "score": best["score"],
+        "detail": tier,
+        "text": text,
+        "abstract": "",
+        "sections": [m["uri"] for m in ordered],
+        "block": render_block(document, best["category"], best["score"], tier, text),
+    }

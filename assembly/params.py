@@ -1,12 +1,24 @@
 """Context-mode parameters: a request's explicit values over the purpose profile over the operator settings."""
+
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from retrieval.search.query import FindQuery
 
-ASSEMBLY_FIELDS = ("max_tokens", "quotas", "purpose", "detail", "dedup_turns", "exclude_uris", "peer_scope",
-                   "other_peer_penalty", "rewrite", "rewrite_max_bullets", "tokenizer")
+ASSEMBLY_FIELDS = (
+    "max_tokens",
+    "quotas",
+    "purpose",
+    "detail",
+    "dedup_turns",
+    "exclude_uris",
+    "peer_scope",
+    "other_peer_penalty",
+    "rewrite",
+    "rewrite_max_bullets",
+    "tokenizer",
+)
 
 
 @dataclass(frozen=True)
@@ -54,15 +66,26 @@ def scaled_quotas(quotas: dict[str, int], pool: int) -> dict[str, int]:
     return {bucket: -(-count * pool // total) for bucket, count in quotas.items()}
 
 
-def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], settings_row, profile,
-                           deprecated: tuple[str, ...] = (), actor_peer: str = "",
-                           preset: frozenset[str] = frozenset()) -> ContextParams:
+def resolve_context_params(
+    data: dict,
+    *,
+    find: FindQuery,
+    given: set[str],
+    settings_row,
+    profile,
+    deprecated: tuple[str, ...] = (),
+    actor_peer: str = "",
+    preset: frozenset[str] = frozenset(),
+) -> ContextParams:
     """`data` is the validated request; `given` the fields the client actually sent; `profile` the purpose's row;
     `preset` the fields /recall's preset filled in (`assembly.service.recall_request`).
     Without an explicit `limit` (score order) or explicit quotas (a purpose), the candidate pool is sized to the
     budget: an explicit value is served exactly."""
-    max_tokens = (data.get("max_tokens") or (profile.max_tokens if profile and profile.max_tokens else None)
-                  or settings_row.default_max_tokens)
+    max_tokens = (
+        data.get("max_tokens")
+        or (profile.max_tokens if profile and profile.max_tokens else None)
+        or settings_row.default_max_tokens
+    )
     pool = pool_size(max_tokens)
     quotas = counts = None
     if profile is not None or data.get("quotas"):
@@ -101,8 +124,9 @@ def resolve_context_params(data: dict, *, find: FindQuery, given: set[str], sett
         rewrite=data.get("rewrite", False),
         rewrite_max_bullets=data.get("rewrite_max_bullets") or settings_row.rewrite_max_bullets,
         query_expansion=data.get("query_expansion", "auto"),
-        tokenizer=(data.get("tokenizer") or (profile.tokenizer_family if profile else "")
-                   or settings_row.tokenizer_family),
+        tokenizer=(
+            data.get("tokenizer") or (profile.tokenizer_family if profile else "") or settings_row.tokenizer_family
+        ),
         threshold_source=threshold_source,
         relevance_floor=relevance_floor,
         ignored=tuple(ignored),

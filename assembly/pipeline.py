@@ -5,6 +5,7 @@ request → [expansion] → candidates → dedup/exclude → plan (pure) → fet
 
 mode="bootstrap" runs the same kernel with the slot manifest as its provider (`assemble_bootstrap`).
 """
+
 from dataclasses import dataclass, replace
 
 from assembly import bootstrap
@@ -18,8 +19,8 @@ from assembly.params import BootstrapParams, ContextParams
 from assembly.planner import MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
-from ovsite.api import Timings
-from ovsite.auth import Caller
+from core.api import Timings
+from core.auth import Caller
 from retrieval.search.query import scope_predicate, search_partitions
 from retrieval.search.ranking import ranking_for
 from retrieval.search.statements import SearchQuery
@@ -43,14 +44,21 @@ WEAK_EVIDENCE_SHARE = 0.25
 
 
 def _source_caps(settings_row) -> dict:
-    return {"memory": settings_row.memory_detail_cap, "resource": settings_row.resource_detail_cap,
-            "skill": settings_row.skill_detail_cap, "dir": settings_row.directory_detail_cap}
+    return {
+        "memory": settings_row.memory_detail_cap,
+        "resource": settings_row.resource_detail_cap,
+        "skill": settings_row.skill_detail_cap,
+        "dir": settings_row.directory_detail_cap,
+    }
 
 
 def _caps(params: ContextParams, settings_row, counter: Counter) -> Caps:
     margin = 1 - PLAN_MARGIN if counter.exact else 1
-    events_budget = (int(params.max_tokens * params.events_budget_ratio * margin)
-                     if params.events_budget_ratio is not None and params.events_budget_ratio < 1 else None)
+    events_budget = (
+        int(params.max_tokens * params.events_budget_ratio * margin)
+        if params.events_budget_ratio is not None and params.events_budget_ratio < 1
+        else None
+    )
     return Caps(
         max_tokens=int(params.max_tokens * margin),
         per_entry_cap=settings_row.per_entry_cap_tokens,
@@ -61,8 +69,9 @@ def _caps(params: ContextParams, settings_row, counter: Counter) -> Caps:
     )
 
 
-def _fit(entries: list[dict], rendered: str, used: int, max_tokens: int,
-         counter: Counter) -> tuple[list[dict], str, int]:
+def _fit(
+    entries: list[dict], rendered: str, used: int, max_tokens: int, counter: Counter
+) -> tuple[list[dict], str, int]:
     """The budget promise on the final text, counted by the family's counter (`used` is `rendered`'s count):
     while it is over, the last-ranked entry gives up what is over — a long body is cut by that much, else it
     degrades (deeper tier → abstract → uri → gone)."""
@@ -79,8 +88,9 @@ def _fit(entries: list[dict], rendered: str, used: int, max_tokens: int,
             victim["detail"] = tier
             victim["text"] = victim["abstract"] if tier == "abstract" else ""
         if victim in entries:
-            victim["block"] = render_block(victim["uri"], victim["category"], victim["score"], victim["detail"],
-                                           victim["text"])
+            victim["block"] = render_block(
+                victim["uri"], victim["category"], victim["score"], victim["detail"], victim["text"]
+            )
         rendered = render_blocks([e["block"] for e in entries])
         used = counter.count(rendered)
     return entries, rendered, used
@@ -118,8 +128,11 @@ def _rescaled(caps: Caps, done: _Rendering, target: int, max_tokens: int, counte
     if done.used <= max_tokens and (done.used >= FILL * target or not bounded):
         return None
     scale = plan.used_tokens / done.used
-    return replace(caps, max_tokens=int(target * scale),
-                   events_budget=int(caps.events_budget * scale) if caps.events_budget is not None else None)
+    return replace(
+        caps,
+        max_tokens=int(target * scale),
+        events_budget=int(caps.events_budget * scale) if caps.events_budget is not None else None,
+    )
 
 
 def _fuller(best: _Rendering, other: _Rendering, max_tokens: int) -> _Rendering:
@@ -129,8 +142,9 @@ def _fuller(best: _Rendering, other: _Rendering, max_tokens: int) -> _Rendering:
     return other if (other.used > best.used) == (other.used <= max_tokens) else best
 
 
-def _replanned(caller: Caller, kept: list, caps: Caps, first: _Rendering, max_tokens: int,
-               counter: Counter) -> tuple[_Rendering, int]:
+def _replanned(
+    caller: Caller, kept: list, caps: Caps, first: _Rendering, max_tokens: int, counter: Counter
+) -> tuple[_Rendering, int]:
     """Up to REPLANS more plans, each rescaled by the last one's exact count; the best rendering and how many
     plans were made again."""
     best, done, current, replans = first, first, caps, 0
@@ -161,8 +175,9 @@ def _shared_parents(plan: Plan) -> set[str]:
     return shared
 
 
-def _merged(entries: list[dict], documents: set[str], rendered: str, used: int,
-            counter: Counter) -> tuple[list[dict], str, int, dict]:
+def _merged(
+    entries: list[dict], documents: set[str], rendered: str, used: int, counter: Counter
+) -> tuple[list[dict], str, int, dict]:
     """Sections of one document merged into one entry where that saves tokens, as the counter counts them."""
     merged = {"entries": 0, "sections": 0, "saved_tokens": 0}
     if not documents:
@@ -188,8 +203,17 @@ def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
     for planned in plan.entries:
         c = planned.candidate
         text = bodies.get(c.uri, "") if planned.tier != "uri" else ""
-        out.append({"uri": c.uri, "category": c.category, "score": c.score, "detail": planned.tier, "text": text,
-                    "abstract": c.abstract, "block": render_block(c.uri, c.category, c.score, planned.tier, text)})
+        out.append(
+            {
+                "uri": c.uri,
+                "category": c.category,
+                "score": c.score,
+                "detail": planned.tier,
+                "text": text,
+                "abstract": c.abstract,
+                "block": render_block(c.uri, c.category, c.score, planned.tier, text),
+            }
+        )
     return out
 
 
@@ -206,33 +230,58 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         session = find_session(caller=caller, session_id=params.session_id) if params.session_id else None
     context = SessionContext(session)
     with timings.stage("expansion"):
-        query_plan = plan_queries(query=params.find.query, mode=params.query_expansion, context=context,
-                                  settings_row=settings_row, account_id=caller.account_id)
+        query_plan = plan_queries(
+            query=params.find.query,
+            mode=params.query_expansion,
+            context=context,
+            settings_row=settings_row,
+            account_id=caller.account_id,
+        )
     with timings.stage("embed"):
-        queries = [SearchQuery(text, vector)
-                   for text, vector in zip(query_plan.queries, embed_queries(query_plan.queries))]
-    peers = providers.PeerPolicy(actor=params.actor_peer, scope=params.peer_scope,
-                                 other_peer_penalty=params.other_peer_penalty)
+        queries = [
+            SearchQuery(text, vector) for text, vector in zip(query_plan.queries, embed_queries(query_plan.queries))
+        ]
+    peers = providers.PeerPolicy(
+        actor=params.actor_peer, scope=params.peer_scope, other_peer_penalty=params.other_peer_penalty
+    )
     ranking = ranking_for(params.find, settings_row, relevance_floor=params.relevance_floor)
     with timings.stage("candidates"):
         if params.quotas is not None:
-            found = providers.quota_candidates(caller=caller, scope=scope, spec=params.find, queries=queries,
-                                               quotas=params.pool, peers=peers,
-                                               partitions=search_partitions(caller, params.find), ranking=ranking,
-                                               pool=params.pool_size)
+            found = providers.quota_candidates(
+                caller=caller,
+                scope=scope,
+                spec=params.find,
+                queries=queries,
+                quotas=params.pool,
+                peers=peers,
+                partitions=search_partitions(caller, params.find),
+                ranking=ranking,
+                pool=params.pool_size,
+            )
         else:
-            found = providers.score_candidates(caller=caller, scope=scope, spec=params.find, queries=queries,
-                                               limit=params.find.limit, peers=peers, ranking=ranking)
+            found = providers.score_candidates(
+                caller=caller,
+                scope=scope,
+                spec=params.find,
+                queries=queries,
+                limit=params.find.limit,
+                peers=peers,
+                ranking=ranking,
+            )
     with timings.stage("dedup"):
         turns = params.dedup_turns if session is not None else 0
-        cooled = (ledger.cooled_uris(session=session, turns=turns, turn_seconds=settings_row.dedup_turn_seconds)
-                  if turns else {})
+        cooled = (
+            ledger.cooled_uris(session=session, turns=turns, turn_seconds=settings_row.dedup_turn_seconds)
+            if turns
+            else {}
+        )
         filtered = drop_served(found.items, exclude=exclude, cooled=cooled)
     counter = counter_for(params.tokenizer)
     caps = _caps(params, settings_row, counter)
     if found.strong is False:  # below /recall's relevance floor: a short share of abstracts and pointers
-        caps = replace(caps, detail="abstract", max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE),
-                       events_budget=None)
+        caps = replace(
+            caps, detail="abstract", max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE), events_budget=None
+        )
     with timings.stage("plan"):
         kept = with_exact_costs(filtered.kept, counter, settings_row.tokenizer_family)
         plan = plan_tiers(kept, caps)
@@ -244,42 +293,75 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
     with timings.stage("merge"):
         entries, rendered, used, merged = _merged(entries, done.documents, rendered, used, counter)
     with timings.stage("rewrite"):
-        digest = rewrite_digest(rewrite=params.rewrite, query=params.find.query, rendered=rendered, entries=entries,
-                                context=context, max_bullets=params.rewrite_max_bullets, settings_row=settings_row,
-                                account_id=caller.account_id)
+        digest = rewrite_digest(
+            rewrite=params.rewrite,
+            query=params.find.query,
+            rendered=rendered,
+            entries=entries,
+            context=context,
+            max_bullets=params.rewrite_max_bullets,
+            settings_row=settings_row,
+            account_id=caller.account_id,
+        )
     if turns and entries:
         with timings.stage("ledger"):
-            ledger.record_served(session=session, served=_served(entries),
-                                 turn_seconds=settings_row.dedup_turn_seconds)
-    stats = _stats(entries, candidates=len(found.items), searched=found.searched, excluded=filtered.excluded,
-                   deduped=filtered.cooled, kept=len(filtered.kept), used=used, max_tokens=params.max_tokens,
-                   counter=counter)
+            ledger.record_served(session=session, served=_served(entries), turn_seconds=settings_row.dedup_turn_seconds)
+    stats = _stats(
+        entries,
+        candidates=len(found.items),
+        searched=found.searched,
+        excluded=filtered.excluded,
+        deduped=filtered.cooled,
+        kept=len(filtered.kept),
+        used=used,
+        max_tokens=params.max_tokens,
+        counter=counter,
+    )
     stats["replans"] = replans
-    stats.update({
-        "search_mode": ranking.mode,
-        "threshold": {"score_threshold": params.find.score_threshold, "source": params.threshold_source,
-                      "below": found.below_threshold, "relevance_floor": params.relevance_floor,
-                      "strong": found.strong},
-        "purpose": params.purpose,
-        "quotas": params.quotas,
-        "pool": params.pool,
-        "query_expansion": query_plan.query_expansion,
-        "planned_queries": list(query_plan.queries),
-        "rewrite": digest.status,
-        "rewrite_usage": digest.usage,
-        "dedup": {"turns": turns, "cooled": filtered.cooled,
-                  "turn": session.total_message_count if session is not None else 0,
-                  "clock": ledger.clock(session) if turns else None},
-        "ignored": list(params.ignored),
-        "merged": merged,
-    })
+    stats.update(
+        {
+            "search_mode": ranking.mode,
+            "threshold": {
+                "score_threshold": params.find.score_threshold,
+                "source": params.threshold_source,
+                "below": found.below_threshold,
+                "relevance_floor": params.relevance_floor,
+                "strong": found.strong,
+            },
+            "purpose": params.purpose,
+            "quotas": params.quotas,
+            "pool": params.pool,
+            "query_expansion": query_plan.query_expansion,
+            "planned_queries": list(query_plan.queries),
+            "rewrite": digest.status,
+            "rewrite_usage": digest.usage,
+            "dedup": {
+                "turns": turns,
+                "cooled": filtered.cooled,
+                "turn": session.total_message_count if session is not None else 0,
+                "clock": ledger.clock(session) if turns else None,
+            },
+            "ignored": list(params.ignored),
+            "merged": merged,
+        }
+    )
     if params.deprecated:
         stats["deprecated"] = list(params.deprecated)
     return _result(entries, rendered, digest, stats), timings
 
 
-def _stats(entries: list[dict], *, candidates: int, searched: dict, excluded: int, kept: int, used: int,
-           max_tokens: int, counter: Counter, deduped: int = 0) -> dict:
+def _stats(
+    entries: list[dict],
+    *,
+    candidates: int,
+    searched: dict,
+    excluded: int,
+    kept: int,
+    used: int,
+    max_tokens: int,
+    counter: Counter,
+    deduped: int = 0,
+) -> dict:
     tier_counts = {tier: 0 for tier in ("full", "overview", "abstract", "uri")}
     for entry in entries:
         tier_counts[entry["detail"]] += 1
@@ -301,8 +383,9 @@ def _stats(entries: list[dict], *, candidates: int, searched: dict, excluded: in
 
 def _result(entries: list[dict], rendered: str, digest: Digest, stats: dict) -> dict:
     return {
-        "entries": [{k: e[k] for k in ("uri", "category", "score", "detail", "text", "sections") if k in e}
-                    for e in entries],
+        "entries": [
+            {k: e[k] for k in ("uri", "category", "score", "detail", "text", "sections") if k in e} for e in entries
+        ],
         "rendered": rendered,
         "digest": digest.digest,
         "stats": stats,
@@ -311,10 +394,18 @@ def _result(entries: list[dict], rendered: str, digest: Digest, stats: dict) -> 
 
 def _slot_caps(slot: bootstrap.Slot, budget: int, settings_row, family: str) -> Caps:
     # A declared slot's text is already size-gated to this budget: it is served as declared, whatever its source.
-    source_caps = (_source_caps(settings_row) if not slot.declared
-                   else {"memory": "full", "resource": "full", "skill": "full", "dir": "overview"})
-    return Caps(max_tokens=budget, per_entry_cap=settings_row.per_entry_cap_tokens, source_caps=source_caps,
-                detail=slot.detail, family=family)
+    source_caps = (
+        _source_caps(settings_row)
+        if not slot.declared
+        else {"memory": "full", "resource": "full", "skill": "full", "dir": "overview"}
+    )
+    return Caps(
+        max_tokens=budget,
+        per_entry_cap=settings_row.per_entry_cap_tokens,
+        source_caps=source_caps,
+        detail=slot.detail,
+        family=family,
+    )
 
 
 def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row) -> tuple[dict, Timings]:
@@ -332,9 +423,17 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
     with timings.stage("slots"):
         for name in bootstrap.SLOTS:
             budget = budgets[name] + carry
-            slot = bootstrap.provide_slot(name, caller=caller, session=session, settings_row=settings_row,
-                                          instructions=instructions, budget=budget, family=family, taken=taken,
-                                          actor_peer=params.actor_peer)
+            slot = bootstrap.provide_slot(
+                name,
+                caller=caller,
+                session=session,
+                settings_row=settings_row,
+                instructions=instructions,
+                budget=budget,
+                family=family,
+                taken=taken,
+                actor_peer=params.actor_peer,
+            )
             taken.update(c.uri for c in slot.candidates)
             filtered = drop_served(slot.candidates, exclude=exclude, cooled={})
             plan = plan_tiers(filtered.kept, _slot_caps(slot, budget, settings_row, family))
@@ -343,8 +442,12 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
             candidates += len(slot.candidates)
             excluded += filtered.excluded
             kept += len(filtered.kept)
-            slots[name] = {"budget": budget, "planned_tokens": plan.used_tokens, "candidates": len(slot.candidates),
-                           "returned": len(plan.entries)}
+            slots[name] = {
+                "budget": budget,
+                "planned_tokens": plan.used_tokens,
+                "candidates": len(slot.candidates),
+                "returned": len(plan.entries),
+            }
     plan = Plan(entries=planned, dropped=[], used_tokens=sum(e.cost for e in planned))
     with timings.stage("fetch"):
         bodies, _ = fetch_bodies(caller=caller, plan=plan, family=family)
@@ -353,20 +456,34 @@ def assemble_bootstrap(*, caller: Caller, params: BootstrapParams, settings_row)
         rendered, used = _counted(entries, counter)
     with timings.stage("fit"):
         entries, rendered, used = _fit(entries, rendered, used, params.max_tokens, counter)
-    stats = _stats(entries, candidates=candidates, searched={name: s["candidates"] for name, s in slots.items()},
-                   excluded=excluded, kept=kept, used=used, max_tokens=params.max_tokens, counter=counter)
-    stats.update({
-        "mode": "bootstrap",
-        "purpose": None,
-        "quotas": None,
-        "query_expansion": "off",
-        "planned_queries": [],
-        "rewrite": "off",
-        "rewrite_usage": Digest().usage,
-        "dedup": {"turns": 0, "cooled": 0, "turn": session.total_message_count if session is not None else 0,
-                  "clock": None},
-        "ignored": list(params.ignored),
-        "slots": slots,
-        "instructions": instructions.as_dict(),
-    })
+    stats = _stats(
+        entries,
+        candidates=candidates,
+        searched={name: s["candidates"] for name, s in slots.items()},
+        excluded=excluded,
+        kept=kept,
+        used=used,
+        max_tokens=params.max_tokens,
+        counter=counter,
+    )
+    stats.update(
+        {
+            "mode": "bootstrap",
+            "purpose": None,
+            "quotas": None,
+            "query_expansion": "off",
+            "planned_queries": [],
+            "rewrite": "off",
+            "rewrite_usage": Digest().usage,
+            "dedup": {
+                "turns": 0,
+                "cooled": 0,
+                "turn": session.total_message_count if session is not None else 0,
+                "clock": None,
+            },
+            "ignored": list(params.ignored),
+            "slots": slots,
+            "instructions": instructions.as_dict(),
+        }
+    )
     return _result(entries, rendered, Digest(), stats), timings

@@ -4,6 +4,7 @@ Pure: no I/O, no ORM, no LLM, no tokenizer. Costs are whole rendered blocks (tag
 included) in estimated tokens, so a plan whose costs fit the budget renders within it as the estimator counts (it
 is additive and rounds each piece up); the exact count of the block decides afterwards (docs/tokens.md).
 """
+
 from dataclasses import dataclass, field
 
 from assembly.render import SEPARATOR, neutralise, render_block
@@ -40,8 +41,9 @@ class Caps:
     max_tokens: int
     per_entry_cap: int = 400
     # Highest tier per source: "memory", "resource", "skill" for files, "dir" for directories.
-    source_caps: dict = field(default_factory=lambda: {"memory": "full", "resource": "abstract",
-                                                       "skill": "abstract", "dir": "overview"})
+    source_caps: dict = field(
+        default_factory=lambda: {"memory": "full", "resource": "abstract", "skill": "abstract", "dir": "overview"}
+    )
     # "auto", a tier, or {bucket: tier} (buckets not named stay auto); "uri" pins names only (bootstrap's listing
     # of preferences), which a request cannot ask for.
     detail: object = "auto"
@@ -94,8 +96,11 @@ class _Budget:
     def fits(self, candidate: Candidate, extra: int) -> bool:
         if self.used + extra > self.caps.max_tokens:
             return False
-        return not (candidate.category == "events" and self.events_budget is not None
-                    and self.events_used + extra > self.events_budget)
+        return not (
+            candidate.category == "events"
+            and self.events_budget is not None
+            and self.events_used + extra > self.events_budget
+        )
 
     def spend(self, candidate: Candidate, extra: int) -> None:
         self.used += extra

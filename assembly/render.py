@@ -1,4 +1,5 @@
 """The renderer (DESIGN.md §4): one flat XML element per entry, attributes escaped, bodies neutralised. Pure."""
+
 import re
 from html import escape
 
@@ -15,8 +16,10 @@ def neutralise(body: str) -> str:
 
 
 def open_tag(uri: str, category: str, score: float, detail: str) -> str:
-    return (f'<memory uri="{escape(uri, quote=True)}" type="{escape(category, quote=True)}" '
-            f'score="{score:.2f}" detail="{detail}"')
+    return (
+        f'<memory uri="{escape(uri, quote=True)}" type="{escape(category, quote=True)}" '
+        f'score="{score:.2f}" detail="{detail}"'
+    )
 
 
 def render_block(uri: str, category: str, score: float, detail: str, body: str) -> str:

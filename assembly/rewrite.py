@@ -7,6 +7,7 @@ its marker normalised to "- ". A bullet is dropped when it cites no `viking://` 
 entry of this response, or is longer than BULLET_CHARS. `rendered` is never touched: a failed rewrite is
 `digest=""`.
 """
+
 import re
 from dataclasses import dataclass, field
 from html import unescape
@@ -67,8 +68,17 @@ def keep_bullets(text: str, served: set[str], max_bullets: int) -> list[str]:
     return bullets
 
 
-def rewrite_digest(*, rewrite, query: str, rendered: str, entries: list[dict], context: SessionContext,
-                   max_bullets: int, settings_row, account_id: int | None) -> Digest:
+def rewrite_digest(
+    *,
+    rewrite,
+    query: str,
+    rendered: str,
+    entries: list[dict],
+    context: SessionContext,
+    max_bullets: int,
+    settings_row,
+    account_id: int | None,
+) -> Digest:
     if not wanted(rewrite) or not llm_configured():
         return Digest()
     if not entries:
@@ -76,15 +86,27 @@ def rewrite_digest(*, rewrite, query: str, rendered: str, entries: list[dict], c
     # A merged entry cites as its document and as each of its sections.
     served = {uri for entry in entries for uri in (entry["uri"], *entry.get("sections", ()))}
     prompt = load_prompt("rewrite")
-    session_text = context.text(chars=SESSION_CHARS, overview_chars=SESSION_OVERVIEW_CHARS,
-                                message_chars=SESSION_MESSAGE_CHARS, roles=("user",))
-    values = {"max_bullets": str(max_bullets), "query": clip(query, QUERY_CHARS), "session": session_text or "(none)",
-              "rendered": rendered}
-    completion = complete(kind="rewrite", model=planner_model(), timeout_s=settings_row.recall_rewrite_timeout_s,
-                          account_id=account_id, max_tokens=TOKENS_PER_BULLET * max_bullets + 50,
-                          parse=lambda text: keep_bullets(text, served, max_bullets),
-                          messages=[{"role": "system", "content": fill(prompt.system, **values)},
-                                    {"role": "user", "content": fill(prompt.user, **values)}])
+    session_text = context.text(
+        chars=SESSION_CHARS, overview_chars=SESSION_OVERVIEW_CHARS, message_chars=SESSION_MESSAGE_CHARS, roles=("user",)
+    )
+    values = {
+        "max_bullets": str(max_bullets),
+        "query": clip(query, QUERY_CHARS),
+        "session": session_text or "(none)",
+        "rendered": rendered,
+    }
+    completion = complete(
+        kind="rewrite",
+        model=planner_model(),
+        timeout_s=settings_row.recall_rewrite_timeout_s,
+        account_id=account_id,
+        max_tokens=TOKENS_PER_BULLET * max_bullets + 50,
+        parse=lambda text: keep_bullets(text, served, max_bullets),
+        messages=[
+            {"role": "system", "content": fill(prompt.system, **values)},
+            {"role": "user", "content": fill(prompt.user, **values)},
+        ],
+    )
     usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     if not completion.ok:
         return Digest(status=STATUS[completion.outcome], usage=usage)

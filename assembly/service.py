@@ -1,4 +1,5 @@
 """The /search and /recall service functions: one orchestration behind both entry points (RFC §3.1)."""
+
 import logging
 import time
 from functools import partial
@@ -6,9 +7,9 @@ from functools import partial
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.params import resolve_bootstrap_params, resolve_context_params
 from assembly.pipeline import assemble_bootstrap, assemble_context
-from ovsite.api import Timings
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument
+from core.api import Timings
+from core.auth import Caller
+from core.errors import InvalidArgument
 from profiles.selectors import current_settings, purpose_profile
 from profiles.services import record_recall_event
 from retrieval.search.find import find, group_hits, ranked_hits
@@ -21,22 +22,41 @@ V1_QUOTA_KEYS = {"events", "entities", "preferences", "experiences"}
 log = logging.getLogger("ovsite")
 
 
-def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecated: tuple[str, ...] = (),
-           actor_peer: str = "", endpoint: str = "search", mcp: bool = False, settings_row=None,
-           after_response: list | None = None, preset: frozenset[str] = frozenset()) -> tuple[dict, Timings]:
+def search(
+    *,
+    caller: Caller,
+    data: dict,
+    find_query,
+    given: set[str],
+    deprecated: tuple[str, ...] = (),
+    actor_peer: str = "",
+    endpoint: str = "search",
+    mcp: bool = False,
+    settings_row=None,
+    after_response: list | None = None,
+    preset: frozenset[str] = frozenset(),
+) -> tuple[dict, Timings]:
     """`endpoint` (`search` or `recall`) names the entry point in the recall event an assembly records: the mode
     for a bootstrap, prefixed `mcp:` for an MCP tool call. Given `after_response`, the recording is appended to it
     as a job for once the response is sent; otherwise (MCP) it is recorded here."""
     if data["mode"] == "list":
-        return _list(caller=caller, spec=find_query, session_id=data.get("session_id"),
-                     query_expansion=data["query_expansion"])
+        return _list(
+            caller=caller, spec=find_query, session_id=data.get("session_id"), query_expansion=data["query_expansion"]
+        )
     started = time.perf_counter()
     settings_row = settings_row or current_settings()  # /recall has read it already for its defaults
     if data["mode"] == "bootstrap":
         params = resolve_bootstrap_params(data, given=given, settings_row=settings_row, actor_peer=actor_peer)
         result, timings = assemble_bootstrap(caller=caller, params=params, settings_row=settings_row)
-        _record(caller=caller, result=result, timings=timings, endpoint=f"{'mcp:' if mcp else ''}bootstrap",
-                started=started, settings_row=settings_row, after_response=after_response)
+        _record(
+            caller=caller,
+            result=result,
+            timings=timings,
+            endpoint=f"{'mcp:' if mcp else ''}bootstrap",
+            started=started,
+            settings_row=settings_row,
+            after_response=after_response,
+        )
         return result, timings
     profile, warnings = None, []
     if data.get("purpose"):
@@ -44,28 +64,57 @@ def search(*, caller: Caller, data: dict, find_query, given: set[str], deprecate
         if profile is None and "purpose" in preset:
             # The operator's preset names it, not the client: every auto-recall would fail, so it is served in
             # score order and says why (docs/retrieval.md, "Choosing a purpose").
-            warnings.append(f"recall_purpose {data['purpose']!r} is not an enabled purpose profile; "
-                            "served without a purpose")
+            warnings.append(
+                f"recall_purpose {data['purpose']!r} is not an enabled purpose profile; served without a purpose"
+            )
             log.warning("/recall: %s", warnings[-1])
         elif profile is None:
             raise InvalidArgument(f"purpose {data['purpose']!r} is not an enabled purpose profile", loc=["purpose"])
-    params = resolve_context_params(data, find=find_query, given=given, settings_row=settings_row, profile=profile,
-                                    deprecated=deprecated, actor_peer=actor_peer, preset=preset)
+    params = resolve_context_params(
+        data,
+        find=find_query,
+        given=given,
+        settings_row=settings_row,
+        profile=profile,
+        deprecated=deprecated,
+        actor_peer=actor_peer,
+        preset=preset,
+    )
     result, timings = assemble_context(caller=caller, params=params, settings_row=settings_row)
     if warnings:
         result["stats"]["warnings"] = warnings
-    _record(caller=caller, result=result, timings=timings, endpoint=f"{'mcp:' if mcp else ''}{endpoint}",
-            started=started, settings_row=settings_row, after_response=after_response)
+    _record(
+        caller=caller,
+        result=result,
+        timings=timings,
+        endpoint=f"{'mcp:' if mcp else ''}{endpoint}",
+        started=started,
+        settings_row=settings_row,
+        after_response=after_response,
+    )
     return result, timings
 
 
-def _record(*, caller: Caller, result: dict, timings: Timings, endpoint: str, started: float, settings_row,
-            after_response: list | None) -> None:
+def _record(
+    *,
+    caller: Caller,
+    result: dict,
+    timings: Timings,
+    endpoint: str,
+    started: float,
+    settings_row,
+    after_response: list | None,
+) -> None:
     """The assembly's recall event, now or (REST) once the response is sent."""
     if not settings_row.record_recall_events:
         return
-    record = partial(record_recall_event, endpoint=endpoint, account_id=caller.account_id, stats=result["stats"],
-                     latency_ms=(time.perf_counter() - started) * 1000)
+    record = partial(
+        record_recall_event,
+        endpoint=endpoint,
+        account_id=caller.account_id,
+        stats=result["stats"],
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
     if after_response is None:
         with timings.stage("record"):
             record()
@@ -83,9 +132,13 @@ def _list(*, caller: Caller, spec: FindQuery, session_id: str | None, query_expa
             return find(caller=caller, spec=spec), timings
     scope = scope_predicate(caller, spec)  # a bad filter is refused before the LLM call is paid for
     with timings.stage("expansion"):
-        plan = plan_queries(query=spec.query, mode=query_expansion,
-                            context=SessionContext(find_session(caller=caller, session_id=session_id)),
-                            settings_row=current_settings(), account_id=caller.account_id)
+        plan = plan_queries(
+            query=spec.query,
+            mode=query_expansion,
+            context=SessionContext(find_session(caller=caller, session_id=session_id)),
+            settings_row=current_settings(),
+            account_id=caller.account_id,
+        )
     with timings.stage("find"):
         if len(plan.queries) == 1:
             result = find(caller=caller, spec=spec)
@@ -123,10 +176,12 @@ def recall_request(raw: dict, settings_row) -> tuple[dict, tuple[str, ...], froz
         # v1 quotas named memory buckets only: recall stayed in the memory domain.
         deprecated.append("quotas(v1)")
         body["quotas"] = {"resources": 0, "skills": 0, **quotas}
-    defaults = {"mode": "context", "purpose": settings_row.recall_purpose,
-                "score_threshold": settings_row.recall_score_threshold}
+    defaults = {
+        "mode": "context",
+        "purpose": settings_row.recall_purpose,
+        "score_threshold": settings_row.recall_score_threshold,
+    }
     if body.get("session_id"):
         defaults["dedup_turns"] = settings_row.recall_dedup_turns
     preset = frozenset(name for name in defaults if name not in body)
     return {**defaults, **body}, tuple(deprecated), preset
-

@@ -9,6 +9,7 @@ own database `ovsite_bench_assembly`, starts gunicorn, and sends, for every quer
 connection, so the four are measured alternately in one run. The assembly overhead is the median over queries of
 (context − find) on the same query. Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -52,18 +53,17 @@ def load_bench_corpus(size: int):
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
+    from core import embedded_pg
+    from core.models import Account, AccountUser
 
     embedded_pg.start_configured(corpus.BENCH_DB)
     call_command("migrate", interactive=False, verbosity=0)
     account, _ = Account.objects.get_or_create(name="default")
     AccountUser.objects.get_or_create(account=account, user_id=corpus.USER, defaults={"role": "admin"})
     conn = corpus.raw_connection()
-    return corpus.load(size, account.id, conn, dt.datetime.now(dt.timezone.utc)), conn
+    return corpus.load(size, account.id, conn, dt.datetime.now(dt.UTC)), conn
 
 
 def run(args) -> dict:
@@ -72,8 +72,9 @@ def run(args) -> dict:
     loaded, _ = load_bench_corpus(args.size)
     # Every request embeds its own query: the per-process query-vector cache would hide the embedder from the
     # requests that follow /find with the same words, and this bench compares the kernels.
-    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-asm-")),
-                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server = corpus.Server(
+        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-asm-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
+    )
     server.start()
     try:
         corpus.warm_up(server)
@@ -97,8 +98,13 @@ def run(args) -> dict:
                         sample["used"].append(result["stats"]["used_tokens"])
     finally:
         server.stop()
-    return {"loaded": loaded, "samples": samples, "server_command": server.command, "size": args.size,
-            "queries": args.queries}
+    return {
+        "loaded": loaded,
+        "samples": samples,
+        "server_command": server.command,
+        "size": args.size,
+        "queries": args.queries,
+    }
 
 
 def paired_overhead(samples: dict, name: str, key: str) -> float:
@@ -107,32 +113,51 @@ def paired_overhead(samples: dict, name: str, key: str) -> float:
 
 def render(run: dict, command: str) -> str:
     s = run["samples"]
-    lines = [SECTION_BEGIN, "## assembly_latency — /search context and /recall vs /find", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
-             f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
-             f"{run['size']:,} nodes (the search partitions' HNSW indexes built in "
-             f"{run['loaded']['indexes_s']:.1f} s after the load, two sessions); {run['queries']} queries, the four requests alternating per query on one "
-             "keep-alive connection; query-vector cache off (every request embeds its query). All figures from this one run.", "",
-             "| request | client p50 | client p95 | server p50 | server p95 | entries p50 | used tokens p50 |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        SECTION_BEGIN,
+        "## assembly_latency — /search context and /recall vs /find",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
+        f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
+        f"{run['size']:,} nodes (the search partitions' HNSW indexes built in "
+        f"{run['loaded']['indexes_s']:.1f} s after the load, two sessions); {run['queries']} queries, the four requests alternating per query on one "
+        "keep-alive connection; query-vector cache off (every request embeds its query). All figures from this one run.",
+        "",
+        "| request | client p50 | client p95 | server p50 | server p95 | entries p50 | used tokens p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in ENDPOINTS:
         x = s[name]
         entries = f"{corpus.median(x['entries']):.0f}" if x["entries"] else "—"
         used = f"{corpus.median(x['used']):.0f}" if x["used"] else "—"
-        lines.append(f"| {name} | {corpus.median(x['client']):.2f} | {corpus.pct(x['client'], 95):.2f} | "
-                     f"{corpus.median(x['server']):.2f} | {corpus.pct(x['server'], 95):.2f} | {entries} | {used} |")
-    lines += ["", "Assembly overhead over /find (median over queries of the paired difference, ms):", "",
-              "| request | client | server | target ≤ 3 ms (client) |", "|---|---:|---:|---|"]
+        lines.append(
+            f"| {name} | {corpus.median(x['client']):.2f} | {corpus.pct(x['client'], 95):.2f} | "
+            f"{corpus.median(x['server']):.2f} | {corpus.pct(x['server'], 95):.2f} | {entries} | {used} |"
+        )
+    lines += [
+        "",
+        "Assembly overhead over /find (median over queries of the paired difference, ms):",
+        "",
+        "| request | client | server | target ≤ 3 ms (client) |",
+        "|---|---:|---:|---|",
+    ]
     for name in ("context", "context+coding", "recall"):
         overhead = paired_overhead(s, name, "client")
-        lines.append(f"| {name} | {overhead:.2f} | {paired_overhead(s, name, 'server'):.2f} | "
-                     f"{'met' if overhead <= TARGET_OVERHEAD_MS else 'NOT met'} |")
+        lines.append(
+            f"| {name} | {overhead:.2f} | {paired_overhead(s, name, 'server'):.2f} | "
+            f"{'met' if overhead <= TARGET_OVERHEAD_MS else 'NOT met'} |"
+        )
     context_p50 = corpus.median(s["context"]["client"])
-    lines += ["", f"/search context p50 end to end: {context_p50:.2f} ms — target ≤ {TARGET_CONTEXT_P50_MS:.0f} ms "
-              f"{'met' if context_p50 <= TARGET_CONTEXT_P50_MS else 'NOT met'}.", SECTION_END, ""]
+    lines += [
+        "",
+        f"/search context p50 end to end: {context_p50:.2f} ms — target ≤ {TARGET_CONTEXT_P50_MS:.0f} ms "
+        f"{'met' if context_p50 <= TARGET_CONTEXT_P50_MS else 'NOT met'}.",
+        SECTION_END,
+        "",
+    ]
     return "\n".join(lines)
 
 

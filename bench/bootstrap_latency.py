@@ -12,6 +12,7 @@ order of REST and MCP swapped every round; every MCP answer is checked equal to 
 client is the `mcp` SDK's own (streamable HTTP, one session), so its figures include its JSON-RPC framing.
 Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import asyncio
 import datetime as dt
@@ -34,8 +35,9 @@ os.environ["OVSITE_PG_DATABASE"] = DB
 SECTION_BEGIN, SECTION_END = "<!-- bootstrap_latency:begin -->", "<!-- bootstrap_latency:end -->"
 SESSION = "bench-boot"
 BOOTSTRAP = {"session_id": SESSION, "max_tokens": 1600}
-PROFILE = "# Profile\n" + "".join(f"- fact {i}: works on project {corpus.PROJECTS[i % len(corpus.PROJECTS)]}.\n"
-                                  for i in range(120))
+PROFILE = "# Profile\n" + "".join(
+    f"- fact {i}: works on project {corpus.PROJECTS[i % len(corpus.PROJECTS)]}.\n" for i in range(120)
+)
 REQUESTS = ("bootstrap REST", "bootstrap MCP", "recall REST", "recall MCP")
 
 
@@ -51,11 +53,22 @@ class Uvicorn(corpus.ServerProcess):
         self.log_path = log_dir / "uvicorn.log"
 
     def start(self, timeout_s: float = 60.0) -> None:
-        env = dict(os.environ, OVSITE_PG_DATABASE=DB, DJANGO_SETTINGS_MODULE="ovsite.settings",
-                   OVSITE_QUERY_VECTOR_CACHE="0")  # REST and MCP each embed the query: the pair does equal work
+        env = dict(
+            os.environ, OVSITE_PG_DATABASE=DB, DJANGO_SETTINGS_MODULE="ovsite.settings", OVSITE_QUERY_VECTOR_CACHE="0"
+        )  # REST and MCP each embed the query: the pair does equal work
         env.pop("OVSITE_ROOT_API_KEY", None)
-        cmd = [str(corpus.ROOT / ".venv" / "bin" / "uvicorn"), "ovsite.asgi:application", "--host", "127.0.0.1",
-               "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
+        cmd = [
+            str(corpus.ROOT / ".venv" / "bin" / "uvicorn"),
+            "ovsite.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            "--log-level",
+            "warning",
+        ]
         self.command = " ".join(cmd[1:])
         self._launch(cmd, env, corpus.ROOT, timeout_s)
 
@@ -73,12 +86,19 @@ def _seed_session_start(url: str) -> None:
     import httpx
 
     with httpx.Client(base_url=url, timeout=120) as client:
-        client.post("/api/v1/content/write", json={"uri": "viking://~/memories/profile.md", "content": PROFILE,
-                                                   "wait": True}).raise_for_status()
+        client.post(
+            "/api/v1/content/write", json={"uri": "viking://~/memories/profile.md", "content": PROFILE, "wait": True}
+        ).raise_for_status()
         client.delete(f"/api/v1/sessions/{SESSION}")
-        client.post(f"/api/v1/sessions/{SESSION}/messages/batch", json={"messages": [
-            {"role": "user", "content": f"Round {i}: let us review the {corpus.PROJECTS[i]} migration plan."}
-            for i in range(8)]}).raise_for_status()
+        client.post(
+            f"/api/v1/sessions/{SESSION}/messages/batch",
+            json={
+                "messages": [
+                    {"role": "user", "content": f"Round {i}: let us review the {corpus.PROJECTS[i]} migration plan."}
+                    for i in range(8)
+                ]
+            },
+        ).raise_for_status()
         client.post(f"/api/v1/sessions/{SESSION}/commit", json={"keep_recent_count": 4}).raise_for_status()
 
 
@@ -88,9 +108,11 @@ async def _rounds(url: str, rounds: int) -> dict[str, list[float]]:
     from mcp.client.streamable_http import streamable_http_client
 
     samples: dict[str, list[float]] = {name: [] for name in REQUESTS}
-    async with httpx.AsyncClient(base_url=url, timeout=60) as rest, \
-            httpx.AsyncClient(timeout=60) as mcp_http, \
-            Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http)) as mcp:
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=60) as rest,
+        httpx.AsyncClient(timeout=60) as mcp_http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http)) as mcp,
+    ):
 
         async def rest_rendered(path: str, body: dict) -> str:
             response = await rest.post(path, json=body)
@@ -119,10 +141,18 @@ async def _rounds(url: str, rounds: int) -> dict[str, list[float]]:
 
         for i in range(rounds + 1):  # round 0 is untimed: first-use costs out
             query = corpus.QUERIES[i % len(corpus.QUERIES)]
-            await pair("bootstrap", lambda: rest_rendered("/api/v1/search/search", {"mode": "bootstrap", **BOOTSTRAP}),
-                       lambda: mcp_text("bootstrap", BOOTSTRAP), rest_first=i % 2 == 0)
-            await pair("recall", lambda: rest_rendered("/api/v1/search/recall", {"query": query}),
-                       lambda: mcp_text("recall", {"query": query}), rest_first=i % 2 == 1)
+            await pair(
+                "bootstrap",
+                lambda: rest_rendered("/api/v1/search/search", {"mode": "bootstrap", **BOOTSTRAP}),
+                lambda: mcp_text("bootstrap", BOOTSTRAP),
+                rest_first=i % 2 == 0,
+            )
+            await pair(
+                "recall",
+                lambda: rest_rendered("/api/v1/search/recall", {"query": query}),
+                lambda: mcp_text("recall", {"query": query}),
+                rest_first=i % 2 == 1,
+            )
             if i == 0:
                 samples = {name: [] for name in REQUESTS}
     return samples
@@ -141,33 +171,51 @@ def run(args) -> dict:
         samples = asyncio.run(_rounds(server.url, args.rounds))
     finally:
         server.stop()
-    return {"samples": samples, "server_command": server.command, "size": _loaded_nodes(), "rounds": args.rounds,
-            "note": args.note}
+    return {
+        "samples": samples,
+        "server_command": server.command,
+        "size": _loaded_nodes(),
+        "rounds": args.rounds,
+        "note": args.note,
+    }
 
 
 def render(result: dict, command: str) -> str:
     s = result["samples"]
-    lines = [SECTION_BEGIN, "## bootstrap_latency — /search mode=\"bootstrap\", and MCP tools vs REST", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
-             f"Server: `uvicorn {result['server_command']}` (the ASGI app of `make run`), database `{DB}`, "
-             f"{result['size']:,} nodes (the corpus of bench/find_latency.py plus a 120-line profile.md and a "
-             f"session with an archive and 4 kept messages); {result['rounds']} rounds, each: bootstrap "
-             f"`{json.dumps(BOOTSTRAP)}` by REST and by the MCP tool, then /recall {{query}} by REST and by the MCP tool, the "
-             "order within a pair swapped every round; query-vector cache off. Clients: httpx (REST) and the `mcp` "
-             "SDK's client over streamable HTTP (one session), one keep-alive connection each; every MCP answer "
-             "equalled the REST `rendered`.", "",
-             "| request | p50 ms | p95 ms |", "|---|---:|---:|"]
+    lines = [
+        SECTION_BEGIN,
+        '## bootstrap_latency — /search mode="bootstrap", and MCP tools vs REST',
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
+        f"Server: `uvicorn {result['server_command']}` (the ASGI app of `make run`), database `{DB}`, "
+        f"{result['size']:,} nodes (the corpus of bench/find_latency.py plus a 120-line profile.md and a "
+        f"session with an archive and 4 kept messages); {result['rounds']} rounds, each: bootstrap "
+        f"`{json.dumps(BOOTSTRAP)}` by REST and by the MCP tool, then /recall {{query}} by REST and by the MCP tool, the "
+        "order within a pair swapped every round; query-vector cache off. Clients: httpx (REST) and the `mcp` "
+        "SDK's client over streamable HTTP (one session), one keep-alive connection each; every MCP answer "
+        "equalled the REST `rendered`.",
+        "",
+        "| request | p50 ms | p95 ms |",
+        "|---|---:|---:|",
+    ]
     for name in REQUESTS:
         lines.append(f"| {name} | {corpus.median(s[name]):.2f} | {corpus.pct(s[name], 95):.2f} |")
-    lines += ["", "MCP over REST (median over rounds of the paired difference, and the ratio of the medians):", "",
-              "| tool | MCP − REST p50 ms | MCP / REST (p50) |", "|---|---:|---:|"]
+    lines += [
+        "",
+        "MCP over REST (median over rounds of the paired difference, and the ratio of the medians):",
+        "",
+        "| tool | MCP − REST p50 ms | MCP / REST (p50) |",
+        "|---|---:|---:|",
+    ]
     for kind in ("bootstrap", "recall"):
         rest, mcp = s[f"{kind} REST"], s[f"{kind} MCP"]
-        lines.append(f"| {kind} | {corpus.median([m - r for m, r in zip(mcp, rest)]):.2f} | "
-                     f"{corpus.median(mcp) / corpus.median(rest):.2f} |")
+        lines.append(
+            f"| {kind} | {corpus.median([m - r for m, r in zip(mcp, rest)]):.2f} | "
+            f"{corpus.median(mcp) / corpus.median(rest):.2f} |"
+        )
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ bucket selects as ovsite runs them (one UNION ALL statement, assembly/candidates
 values, the /find statement (one scan per search partition, retrieval/search/statements.py), and exact search (index scans off) as the reference for recall.
 Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -44,16 +45,17 @@ def run(args) -> dict:
     from django.db import connection
 
     from assembly.candidates import BUCKETS, COLUMNS
-    from ovsite.auth import Caller
-    from ovsite.models import Account
+    from core.auth import Caller
+    from core.models import Account
     from profiles.selectors import purpose_profile
     from retrieval.embedders import embed_queries
+    from retrieval.models import SEARCH_PARTITIONS
     from retrieval.search.query import FindQuery, scope_predicate
     from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement, statement_sql
-    from retrieval.models import SEARCH_PARTITIONS
 
     assembly_latency.reuse_or_load(
-        args, corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0])
+        args, corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
+    )
     quotas = purpose_profile("coding").quotas
     account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
     scope = scope_predicate(Caller(account.id, account.name, "default", "admin"), FindQuery(query=""))
@@ -88,50 +90,68 @@ def run(args) -> dict:
             for rep in range(2):
                 for vector in vectors:
                     scans = [(name, 10) for name in partitions or (EVERYTHING,)]
-                    sql, params = statement_sql(search_statement(scope, [SearchQuery("", vector)], HIT_COLUMNS,
-                                                                 scans, []), limit=10)
+                    sql, params = statement_sql(
+                        search_statement(scope, [SearchQuery("", vector)], HIT_COLUMNS, scans, []), limit=10
+                    )
                     ms, _ = _timed(cursor, sql, params, f"SET LOCAL hnsw.ef_search = {settings.HNSW_WIDE_EF_SEARCH}")
                     if rep:
                         find_samples.append(ms)
             find[label] = statistics.median(find_samples)
     nonempty = sorted({bucket for rows in exact.values() for bucket, _ in rows})
-    return {"buckets": active, "nonempty": nonempty, "timings": timings, "recall": recall, "find": find,
-            "find_ef": settings.HNSW_WIDE_EF_SEARCH, "bucket_ef": settings.HNSW_EF_SEARCH, "queries": len(vectors)}
+    return {
+        "buckets": active,
+        "nonempty": nonempty,
+        "timings": timings,
+        "recall": recall,
+        "find": find,
+        "find_ef": settings.HNSW_WIDE_EF_SEARCH,
+        "bucket_ef": settings.HNSW_EF_SEARCH,
+        "queries": len(vectors),
+    }
 
 
 def render(result: dict, command: str) -> str:
     from retrieval.models import HNSW_EF_CONSTRUCTION, HNSW_M
 
     shipped = result["bucket_ef"]
-    lines = [SECTION_BEGIN, "## bucket_scans — what a purpose costs in SQL", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
-             f"Database `{assembly_latency.DB}` (corpus of bench/find_latency.py), {result['queries']} queries, "
-             "in-process statement time (send to last row), medians. The coding purpose searches "
-             + ", ".join(f"{b} ({k})" for b, k in result["buckets"])
-             + " — one UNION ALL statement, one HNSW scan per bucket on its partial index "
-             f"(m={HNSW_M}, ef_construction={HNSW_EF_CONSTRUCTION}). "
-             "Recall = share of the exact per-bucket top-k (index scans off) that the HNSW scans return.", "",
-             "| statement | hnsw.ef_search | ms p50 | recall vs exact |", "|---|---:|---:|---:|",
-             f"| /find, small store (the whole table's graph, k=10) | {result['find_ef']} | "
-             f"{result['find']['whole']:.2f} | — |",
-             f"| /find, large store (a scan per search partition, k=10) | {result['find_ef']} | "
-             f"{result['find']['partitions']:.2f} | — |"]
+    lines = [
+        SECTION_BEGIN,
+        "## bucket_scans — what a purpose costs in SQL",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
+        f"Database `{assembly_latency.DB}` (corpus of bench/find_latency.py), {result['queries']} queries, "
+        "in-process statement time (send to last row), medians. The coding purpose searches "
+        + ", ".join(f"{b} ({k})" for b, k in result["buckets"])
+        + " — one UNION ALL statement, one HNSW scan per bucket on its partial index "
+        f"(m={HNSW_M}, ef_construction={HNSW_EF_CONSTRUCTION}). "
+        "Recall = share of the exact per-bucket top-k (index scans off) that the HNSW scans return.",
+        "",
+        "| statement | hnsw.ef_search | ms p50 | recall vs exact |",
+        "|---|---:|---:|---:|",
+        f"| /find, small store (the whole table's graph, k=10) | {result['find_ef']} | "
+        f"{result['find']['whole']:.2f} | — |",
+        f"| /find, large store (a scan per search partition, k=10) | {result['find_ef']} | "
+        f"{result['find']['partitions']:.2f} | — |",
+    ]
     for ef, ms in result["timings"].items():
         mark = " (shipped)" if ef == shipped else ""
         lines.append(f"| coding buckets | {ef}{mark} | {ms:.2f} | {result['recall'][ef]:.3f} |")
     scans = len(result["nonempty"])
     per_scan = result["timings"][shipped] / scans
-    lines += ["", f"{scans} buckets hold nodes here (an empty bucket costs one EXISTS probe, not a scan). At the shipped "
-              f"ef_search one bucket scan costs about {per_scan:.2f} ms, {per_scan / result['find']['whole']:.2f}× "
-              "the small store's /find statement at its wider ef_search: an HNSW traversal's cost is set by "
-              "ef_search and the graph's degree more than by the graph's size. A purpose's SQL therefore grows "
-              "with its bucket count, and lowering "
-              "ef_search buys time only with recall (the rows above): the bucket scans are most of what a purpose "
-              "adds to a request (bench/assembly_latency.py). The shipped value is `OVSITE_HNSW_EF_SEARCH`.",
-              SECTION_END]
+    lines += [
+        "",
+        f"{scans} buckets hold nodes here (an empty bucket costs one EXISTS probe, not a scan). At the shipped "
+        f"ef_search one bucket scan costs about {per_scan:.2f} ms, {per_scan / result['find']['whole']:.2f}× "
+        "the small store's /find statement at its wider ef_search: an HNSW traversal's cost is set by "
+        "ef_search and the graph's degree more than by the graph's size. A purpose's SQL therefore grows "
+        "with its bucket count, and lowering "
+        "ef_search buys time only with recall (the rows above): the bucket scans are most of what a purpose "
+        "adds to a request (bench/assembly_latency.py). The shipped value is `OVSITE_HNSW_EF_SEARCH`.",
+        SECTION_END,
+    ]
     return "\n".join(lines) + "\n"
 
 

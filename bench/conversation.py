@@ -30,6 +30,7 @@ database `ovsite_bench_conversation` (migrated, emptied first), measures it and 
 `conversation:<corpus>` section of bench/RESULTS.md; with --base-url it measures that server over HTTP only, in a
 section of its own, and removes the turns it wrote afterwards.
 """
+
 import argparse
 import datetime as dt
 import heapq
@@ -64,12 +65,14 @@ PATHS = {  # label → (endpoint, body besides the query)
     "/recall 1600": (RECALL, {"max_tokens": 1600}),
 }
 BM25_DEPTHS = {"/find limit 10": 10, "/find limit 50": 50}  # the baseline's rows follow these paths' rows
-STOP_WORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
 below between both but by can did do does doing down during each few for from further had has have having he her here
 hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
 once only or other our ours ourselves out over own same she should so some such than that the their theirs them
 themselves then there these they this those through to too under until up very was we were what when where which
-while who whom why will with you your yours yourself yourselves s t don ll m re ve d""".split())
+while who whom why will with you your yours yourself yourselves s t don ll m re ve d""".split()
+)
 
 
 def turn_uri(turn) -> str:
@@ -128,8 +131,9 @@ def _client(base_url: str, api_key: str | None):
     import httpx
 
     headers = {"X-API-Key": api_key} if api_key else {}
-    return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=300,
-                        limits=httpx.Limits(max_keepalive_connections=8))
+    return httpx.Client(
+        base_url=base_url.rstrip("/"), headers=headers, timeout=300, limits=httpx.Limits(max_keepalive_connections=8)
+    )
 
 
 def _result(response) -> dict:
@@ -143,15 +147,20 @@ def load(client, corpus) -> float:
     """Writes one memory per turn, WRITE_BATCH turns a request, each waited for; returns the seconds it took."""
     started = time.perf_counter()
     for i in range(0, len(corpus.turns), WRITE_BATCH):
-        batch = corpus.turns[i:i + WRITE_BATCH]
-        _result(client.post("/api/v1/content/batch-write", json={
-            "operations": [{"uri": turn_uri(t), "content": t.content} for t in batch], "wait": True}))
+        batch = corpus.turns[i : i + WRITE_BATCH]
+        _result(
+            client.post(
+                "/api/v1/content/batch-write",
+                json={"operations": [{"uri": turn_uri(t), "content": t.content} for t in batch], "wait": True},
+            )
+        )
     _result(client.post("/api/v1/system/wait", json={}))
     return time.perf_counter() - started
 
 
 def remove(client, corpus) -> None:
     """Deletes the turns one by one: the date folders may hold the server's other events."""
+
     def one(turn):
         response = client.delete("/api/v1/fs", params={"uri": turn_uri(turn)})
         if response.status_code != 404:
@@ -172,8 +181,11 @@ def supported(client, mode: str, query: str) -> dict[str, bool]:
     if mode == "default":
         return {endpoint: True for endpoint in (FIND, SEARCH, RECALL)}
     answers = {}
-    for endpoint, extra in ((FIND, {"limit": 1}), (SEARCH, {"mode": "context", "max_tokens": 400}),
-                            (RECALL, {"max_tokens": 400})):
+    for endpoint, extra in (
+        (FIND, {"limit": 1}),
+        (SEARCH, {"mode": "context", "max_tokens": 400}),
+        (RECALL, {"max_tokens": 400}),
+    ):
         response = client.post(endpoint, json={"query": query, "search_mode": mode, **extra})
         answers[endpoint] = not _refuses_mode(response)
         if answers[endpoint]:
@@ -198,13 +210,17 @@ def choose(questions: list, n: int, seed: int) -> list:
         return list(questions)
     rng = random.Random(seed)
     counts = Counter(q.kind for q in questions)
-    picked = {id(q) for kind, count in counts.items()
-              for q in rng.sample([q for q in questions if q.kind == kind], round(n * count / len(questions)))}
+    picked = {
+        id(q)
+        for kind, count in counts.items()
+        for q in rng.sample([q for q in questions if q.kind == kind], round(n * count / len(questions)))
+    }
     return [q for q in questions if id(q) in picked]
 
 
-def measure(base_url: str, api_key: str | None, corpus, questions: list, modes: list[str], clients: int,
-            remove_after: bool) -> dict:
+def measure(
+    base_url: str, api_key: str | None, corpus, questions: list, modes: list[str], clients: int, remove_after: bool
+) -> dict:
     """Loads the corpus on the server at `base_url`, asks every question on every path in every supported mode
     (`clients` questions at a time), and computes the BM25 baseline."""
     from tqdm import tqdm
@@ -226,8 +242,13 @@ def measure(base_url: str, api_key: str | None, corpus, questions: list, modes: 
                     stats = result.get("stats") or {}  # /find has none, nor has OpenViking's context answer
                     if "search_mode" in stats:  # which ranking the server says it ran
                         run["reported"][mode][stats["search_mode"]] += 1
-                    out[label] = score(question.kind, wanted, returned_uris(result), stats.get("used_tokens"),
-                                       "entries" in result and not result["entries"])
+                    out[label] = score(
+                        question.kind,
+                        wanted,
+                        returned_uris(result),
+                        stats.get("used_tokens"),
+                        "entries" in result and not result["entries"],
+                    )
             return out
 
         with ThreadPoolExecutor(clients) as pool:
@@ -263,12 +284,15 @@ def _cells(rows: list[dict], kinds: tuple[str, ...]) -> list[str]:
     multi = [r["all"] for r in rows if r["kind"] == "multi-hop"]
     used = [r["used"] for r in rows if r["used"] is not None]
     cells = [_recall(rows, kind) for kind in kinds] + [_recall(rows), _mean(multi) if multi else None]
-    return ([f"{c:.3f}" if c is not None else "—" for c in cells]
-            + [f"{_mean(used):.0f}" if used else "—", str(sum(r["empty"] for r in rows))])
+    return [f"{c:.3f}" if c is not None else "—" for c in cells] + [
+        f"{_mean(used):.0f}" if used else "—",
+        str(sum(r["empty"] for r in rows)),
+    ]
 
 
 def _targets(run: dict, modes: list[str]) -> list[str]:
     """Issue 28's targets that one run can check, for the fused modes (the server's default and `hybrid`)."""
+
     def at(mode, label):
         rows = run["rows"].get(mode, {}).get(label)
         return _recall(rows) if rows else None
@@ -277,66 +301,95 @@ def _targets(run: dict, modes: list[str]) -> list[str]:
     bm25 = _recall(run["bm25"]["/find limit 10"])
     for mode in (m for m in modes if m in ("default", "hybrid") and run["rows"].get(m)):
         find10, find20 = at(mode, "/find limit 10"), at(mode, "/find limit 20")
-        context, recall, vector = at(mode, "/search context 1600"), at(mode, "/recall 1600"), at("vector",
-                                                                                                  "/find limit 10")
+        context, recall, vector = (
+            at(mode, "/search context 1600"),
+            at(mode, "/recall 1600"),
+            at("vector", "/find limit 10"),
+        )
         bar = max(bm25, vector if vector is not None else 0) + 0.05
-        checks = [(f"/find@10 {find10:.3f} ≥ max(vector {'—' if vector is None else f'{vector:.3f}'}, BM25 "
-                   f"{bm25:.3f}) + 0.05 = {bar:.3f}" + ("" if vector is not None else " (vector not measured)"),
-                   find10 >= bar)]
+        checks = [
+            (
+                f"/find@10 {find10:.3f} ≥ max(vector {'—' if vector is None else f'{vector:.3f}'}, BM25 "
+                f"{bm25:.3f}) + 0.05 = {bar:.3f}" + ("" if vector is not None else " (vector not measured)"),
+                find10 >= bar,
+            )
+        ]
         if context is not None:
             checks.append((f"context 1600 {context:.3f} ≥ /find@20 {find20:.3f}", context >= find20))
         if context is not None and recall is not None:
-            checks.append((f"/recall 1600 {recall:.3f} ≥ 0.9 × context 1600 = {0.9 * context:.3f}",
-                           recall >= 0.9 * context))
+            checks.append(
+                (f"/recall 1600 {recall:.3f} ≥ 0.9 × context 1600 = {0.9 * context:.3f}", recall >= 0.9 * context)
+            )
         lines += [f"- `{mode}`: " + "; ".join(f"{text}: **{'met' if ok else 'missed'}**" for text, ok in checks)]
     return lines
 
 
-def render(corpus, questions: list, run: dict, modes: list[str], command: str, server: str, markers: tuple,
-           wall_s: float) -> str:
+def render(
+    corpus, questions: list, run: dict, modes: list[str], command: str, server: str, markers: tuple, wall_s: float
+) -> str:
     kinds = corpus.kinds
     counts = Counter(q.kind for q in questions)
     seconds = run["seconds"]
     refused = {mode: [e.rsplit("/", 1)[1] for e, ok in run["support"][mode].items() if not ok] for mode in modes}
-    lines = [markers[0], f"## conversation — evidence recall on long conversations, one memory per turn "
-             f"({corpus.name})", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work); load "
-             f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
-             f"Server: {server}.  ",
-             f"Corpus: {corpus.description}; {len(questions)} measured ("
-             + ", ".join(f"{counts[k]} {k}" for k in kinds) + ").  ",
-             f"Time: ingest of {len(corpus.turns):,} turns {seconds['ingest']:.1f} s "
-             f"({len(corpus.turns) / seconds['ingest']:.0f} turns/s, batches of {WRITE_BATCH}); questions "
-             + ", ".join(f"`{m}` {seconds[m]:.0f} s" for m in modes if m in seconds)
-             + f"; BM25 {seconds['bm25']:.1f} s; whole run {wall_s:.0f} s.", ""]
+    lines = [
+        markers[0],
+        f"## conversation — evidence recall on long conversations, one memory per turn ({corpus.name})",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work); load "
+        f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
+        f"Server: {server}.  ",
+        f"Corpus: {corpus.description}; {len(questions)} measured ("
+        + ", ".join(f"{counts[k]} {k}" for k in kinds)
+        + ").  ",
+        f"Time: ingest of {len(corpus.turns):,} turns {seconds['ingest']:.1f} s "
+        f"({len(corpus.turns) / seconds['ingest']:.0f} turns/s, batches of {WRITE_BATCH}); questions "
+        + ", ".join(f"`{m}` {seconds[m]:.0f} s" for m in modes if m in seconds)
+        + f"; BM25 {seconds['bm25']:.1f} s; whole run {wall_s:.0f} s.",
+        "",
+    ]
     for mode, endpoints in refused.items():
         if endpoints:
-            lines.append(f"`search_mode: \"{mode}\"` is refused by this server (400/422 naming the field) on "
-                         f"{', '.join(endpoints)}: not measured there.  ")
+            lines.append(
+                f'`search_mode: "{mode}"` is refused by this server (400/422 naming the field) on '
+                f"{', '.join(endpoints)}: not measured there.  "
+            )
     reported = {mode: ", ".join(sorted(run["reported"][mode])) for mode in modes if run["reported"][mode]}
     if reported:
-        lines.append("The server's `stats.search_mode` (context and recall answers): "
-                     + "; ".join(f"`{mode}` → {ran}" for mode, ran in reported.items()) + ".  ")
+        lines.append(
+            "The server's `stats.search_mode` (context and recall answers): "
+            + "; ".join(f"`{mode}` → {ran}" for mode, ran in reported.items())
+            + ".  "
+        )
     head = " | ".join(kinds)
-    lines += ["", f"| path | search_mode | {head} | all | multi-hop: all evidence | used tokens (mean) | empty |",
-              "|---|---|" + "---:|" * (len(kinds) + 4)]
+    lines += [
+        "",
+        f"| path | search_mode | {head} | all | multi-hop: all evidence | used tokens (mean) | empty |",
+        "|---|---|" + "---:|" * (len(kinds) + 4),
+    ]
     for label in PATHS:
         for mode in modes:
             rows = run["rows"][mode].get(label)
             if rows:
                 lines.append(f"| {label} | {mode} | " + " | ".join(_cells(rows, kinds)) + " |")
         if label in BM25_DEPTHS:
-            lines.append(f"| BM25 @{BM25_DEPTHS[label]} (in the bench) | — | "
-                         + " | ".join(_cells(run["bm25"][label], kinds)) + " |")
-    lines += ["", "Evidence recall: the mean over questions of the share of a question's evidence turns that the "
-              "request returned (an entry's `uri`, or one of a merged entry's `sections`, equal to the turn's URI). "
-              "`all`: every measured question; multi-hop, all evidence: the share of multi-hop questions that got "
-              "every evidence turn. Used tokens: mean `stats.used_tokens`. Empty: questions answered with no entry. "
-              "`default` sends no `search_mode`. BM25: k1 1.2, b 0.75, lowercase `\\w+` tokens without English stop "
-              "words, over the same stored contents (date and speaker included), all conversations in one index as "
-              "on the server.", ""]
+            lines.append(
+                f"| BM25 @{BM25_DEPTHS[label]} (in the bench) | — | "
+                + " | ".join(_cells(run["bm25"][label], kinds))
+                + " |"
+            )
+    lines += [
+        "",
+        "Evidence recall: the mean over questions of the share of a question's evidence turns that the "
+        "request returned (an entry's `uri`, or one of a merged entry's `sections`, equal to the turn's URI). "
+        "`all`: every measured question; multi-hop, all evidence: the share of multi-hop questions that got "
+        "every evidence turn. Used tokens: mean `stats.used_tokens`. Empty: questions answered with no entry. "
+        "`default` sends no `search_mode`. BM25: k1 1.2, b 0.75, lowercase `\\w+` tokens without English stop "
+        "words, over the same stored contents (date and speaker included), all conversations in one index as "
+        "on the server.",
+        "",
+    ]
     targets = _targets(run, modes)
     if targets:
         lines += ["Issue 28's targets on this run:", ""] + targets + [""]
@@ -353,8 +406,9 @@ def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[
         conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     # find_latency turns the query-vector cache off for its timings; here only the answers count, and every query
     # is sent seven times per mode.
-    server = common.Server(2, Path(tempfile.mkdtemp(prefix="ovsite-conversation-")),
-                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "1024"})
+    server = common.Server(
+        2, Path(tempfile.mkdtemp(prefix="ovsite-conversation-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "1024"}
+    )
     server.start()
     try:
         run = measure(server.url, None, corpus, questions, modes, clients, remove_after=False)
@@ -366,11 +420,17 @@ def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[
 def main() -> int:
     started = time.perf_counter()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, help="LoCoMo's locomo10.json (or the repository's "
-                                                    "data/locomo10.zip) instead of the generated corpus")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        help="LoCoMo's locomo10.json (or the repository's data/locomo10.zip) instead of the generated corpus",
+    )
     parser.add_argument("--questions", type=int, default=400, help="questions to ask (0: all)")
-    parser.add_argument("--search-mode", default="default,vector,lexical",
-                        help=f"comma-separated, of {', '.join(MODES)}; default sends no search_mode")
+    parser.add_argument(
+        "--search-mode",
+        default="default,vector,lexical",
+        help=f"comma-separated, of {', '.join(MODES)}; default sends no search_mode",
+    )
     parser.add_argument("--clients", type=int, default=2, help="questions in flight at once")
     parser.add_argument("--seed", type=int, default=conversation_corpus.SEED)
     parser.add_argument("--base-url", help="measure this server only (e.g. http://127.0.0.1:1933)")
@@ -385,12 +445,15 @@ def main() -> int:
     if args.locomo:
         shown = [os.path.relpath(a, ROOT) if a == str(args.locomo) and Path(a).is_absolute() else a for a in shown]
     command = " ".join([".venv/bin/python bench/conversation.py", *shown])
-    corpus = (conversation_corpus.read_locomo(args.locomo) if args.locomo
-              else conversation_corpus.generate(seed=args.seed))
+    corpus = (
+        conversation_corpus.read_locomo(args.locomo) if args.locomo else conversation_corpus.generate(seed=args.seed)
+    )
     questions = choose(corpus.questions, args.questions, args.seed)
     if args.base_url:
-        markers = (f"<!-- conversation:{corpus.name}:{args.label}:begin -->",
-                   f"<!-- conversation:{corpus.name}:{args.label}:end -->")
+        markers = (
+            f"<!-- conversation:{corpus.name}:{args.label}:begin -->",
+            f"<!-- conversation:{corpus.name}:{args.label}:end -->",
+        )
         run = measure(args.base_url, args.api_key, corpus, questions, modes, args.clients, remove_after=True)
         server = f"{args.label} at {args.base_url}, over HTTP only"
     else:

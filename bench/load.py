@@ -9,6 +9,7 @@ connection sending /recall (its defaults: purpose coding, 1600 tokens) with the 
 the previous answer arrives. Reports req/s, latency percentiles, errors, and the resident memory of each gunicorn
 worker at the end of each phase. Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import multiprocessing
@@ -68,10 +69,18 @@ def _phase(url: str, clients: int, seconds: float) -> dict:
         cpu_busy = corpus.cpu_busy_since(cpu)
     latencies = [x for result, _ in results for x in result]
     errors = [x for _, result in results for x in result]
-    return {"clients": clients, "seconds": elapsed, "requests": len(latencies), "errors": len(errors),
-            "error_kinds": sorted(set(errors)), "rps": len(latencies) / elapsed,
-            "p50": corpus.median(latencies), "p95": corpus.pct(latencies, 95), "p99": corpus.pct(latencies, 99),
-            "cpu_busy": cpu_busy}
+    return {
+        "clients": clients,
+        "seconds": elapsed,
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
+        "rps": len(latencies) / elapsed,
+        "p50": corpus.median(latencies),
+        "p95": corpus.pct(latencies, 95),
+        "p99": corpus.pct(latencies, 99),
+        "cpu_busy": cpu_busy,
+    }
 
 
 def _worker_rss_mb(server) -> list[float]:
@@ -96,8 +105,9 @@ def run(args) -> dict:
     # Said either way: importing bench/find_latency.py turns the cache off in this process's environment, which
     # the server would otherwise inherit.
     server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0" if args.no_query_cache else "1024"}
-    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env,
-                           threads=args.threads)
+    server = corpus.Server(
+        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env, threads=args.threads
+    )
     server.start()
     phases = []
     try:
@@ -109,34 +119,48 @@ def run(args) -> dict:
             phases.append(phase)
     finally:
         server.stop()
-    return {"phases": phases, "server_command": server.command, "size": _loaded_nodes(),
-            "query_cache": "off" if args.no_query_cache else "on"}
+    return {
+        "phases": phases,
+        "server_command": server.command,
+        "size": _loaded_nodes(),
+        "query_cache": "off" if args.no_query_cache else "on",
+    }
 
 
 def render(result: dict, command: str) -> str:
-    lines = [SECTION_BEGIN, "## load — concurrent /recall", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (client, server and PostgreSQL share "
-             "the cores)  ",
-             f"Server: `gunicorn {result['server_command']}`, database `{assembly_latency.DB}`, "
-             f"{result['size']:,} nodes. Clients: one process each (httpx, one keep-alive connection), /recall with "
-             "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives, cycling through "
-             f"{len(corpus.QUERIES)} queries; query-vector cache {result['query_cache']} (on: each worker embeds "
-             "each query of the cycle once; off: every request embeds its query).", "",
-             "| clients | seconds | requests | req/s | p50 ms | p95 ms | p99 ms | errors | CPU busy | worker RSS MB |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        SECTION_BEGIN,
+        "## load — concurrent /recall",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (client, server and PostgreSQL share "
+        "the cores)  ",
+        f"Server: `gunicorn {result['server_command']}`, database `{assembly_latency.DB}`, "
+        f"{result['size']:,} nodes. Clients: one process each (httpx, one keep-alive connection), /recall with "
+        "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives, cycling through "
+        f"{len(corpus.QUERIES)} queries; query-vector cache {result['query_cache']} (on: each worker embeds "
+        "each query of the cycle once; off: every request embeds its query).",
+        "",
+        "| clients | seconds | requests | req/s | p50 ms | p95 ms | p99 ms | errors | CPU busy | worker RSS MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for p in result["phases"]:
         errors = f"{p['errors']} ({', '.join(p['error_kinds'])})" if p["errors"] else "0"
-        lines.append(f"| {p['clients']} | {p['seconds']:.0f} | {p['requests']} | {p['rps']:.1f} | {p['p50']:.1f} | "
-                     f"{p['p95']:.1f} | {p['p99']:.1f} | {errors} | {p['cpu_busy']:.0%} | "
-                     f"{', '.join(map(str, p['worker_rss_mb']))} |")
+        lines.append(
+            f"| {p['clients']} | {p['seconds']:.0f} | {p['requests']} | {p['rps']:.1f} | {p['p50']:.1f} | "
+            f"{p['p95']:.1f} | {p['p99']:.1f} | {errors} | {p['cpu_busy']:.0%} | "
+            f"{', '.join(map(str, p['worker_rss_mb']))} |"
+        )
     eight = next((p for p in result["phases"] if p["clients"] == 8), None)
     if eight:
         verdict = "met" if eight["rps"] >= TARGET_RPS_8 and not eight["errors"] else "NOT met"
-        lines += ["", f"Goal: 0 errors and ≥ {TARGET_RPS_8} req/s with 8 clients: {verdict} "
-                      f"({eight['rps']:.1f} req/s, {eight['errors']} errors)."]
+        lines += [
+            "",
+            f"Goal: 0 errors and ≥ {TARGET_RPS_8} req/s with 8 clients: {verdict} "
+            f"({eight['rps']:.1f} req/s, {eight['errors']} errors).",
+        ]
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 

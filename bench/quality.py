@@ -34,6 +34,7 @@ reports them, are summarised. The per-question misses go to the console only, ea
 shipped settings; with --base-url the memories go to `--user`'s space (the key's user, `default` unless told), in a
 `recall-bench` folder of each category, and the run refuses a user whose `profile.md` is not the corpus's own.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -63,9 +64,11 @@ FILLER_TARGET = 0.15  # issue 21: the median share of the budget an unanswerable
 
 
 def large_manual() -> str:
-    """A 200 KB manual of 60 sections of three long paragraphs (tests/test_section_ingest.py's shape)."""
-    return "".join(f"## Part {n}\n\n" + (f"Paragraph {n:02d} of the operations manual goes on. " * 24 + "\n\n") * 3
-                   for n in range(60))
+    """A 200 KB manual of 60 sections of three long paragraphs (tests/retrieval/test_section_ingest.py's shape)."""
+    return "".join(
+        f"## Part {n}\n\n" + (f"Paragraph {n:02d} of the operations manual goes on. " * 24 + "\n\n") * 3
+        for n in range(60)
+    )
 
 
 def _client(base_url: str, api_key: str | None):
@@ -90,8 +93,7 @@ def remove_corpus(client) -> None:
 
 def _add(client, name: str, text: str, uri: str) -> None:
     uploaded = _result(client.post("/api/v1/resources/temp_upload", files={"file": (name, text.encode())}))
-    _result(client.post("/api/v1/resources", json={"temp_file_id": uploaded["temp_file_id"], "to": uri,
-                                                   "wait": True}))
+    _result(client.post("/api/v1/resources", json={"temp_file_id": uploaded["temp_file_id"], "to": uri, "wait": True}))
 
 
 def _count(client, uri: str) -> int:
@@ -121,8 +123,12 @@ def large_ingest(client) -> tuple[int, float]:
 
 
 def ask(client, query: str, max_tokens: int, detail: str) -> dict:
-    return _result(client.post("/api/v1/search/search", json={"query": query, "mode": "context",
-                                                              "max_tokens": max_tokens, "detail": detail}))
+    return _result(
+        client.post(
+            "/api/v1/search/search",
+            json={"query": query, "mode": "context", "max_tokens": max_tokens, "detail": detail},
+        )
+    )
 
 
 def measure(base_url: str, api_key: str | None = None) -> dict:
@@ -141,12 +147,18 @@ def measure(base_url: str, api_key: str | None = None) -> dict:
                         gold = f"{ROOT_URI}/{question.document}"
                         uris = [entry["uri"] for entry in result["entries"]]
                         stats = result.get("stats") or {}  # OpenViking's answer carries none
-                        rows.append({"language": question.language, "deep": question.deep,
-                                     "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
-                                     "answer": question.answer in result["rendered"],
-                                     "used": stats.get("used_tokens"), "entries": len(uris),
-                                     "merged": stats.get("merged", {}).get("sections", 0),
-                                     "saved": stats.get("merged", {}).get("saved_tokens", 0)})
+                        rows.append(
+                            {
+                                "language": question.language,
+                                "deep": question.deep,
+                                "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
+                                "answer": question.answer in result["rendered"],
+                                "used": stats.get("used_tokens"),
+                                "entries": len(uris),
+                                "merged": stats.get("merged", {}).get("sections", 0),
+                                "saved": stats.get("merged", {}).get("saved_tokens", 0),
+                            }
+                        )
                     cells[(max_tokens, detail)] = rows
         finally:
             remove_corpus(client)
@@ -161,8 +173,11 @@ def _saved(rows: list[dict]) -> str:
 
 
 def _rate(rows: list[dict], key: str, language: str | None = None, deep: bool | None = None) -> str:
-    chosen = [row for row in rows if (language is None or row["language"] == language)
-              and (deep is None or row["deep"] == deep)]
+    chosen = [
+        row
+        for row in rows
+        if (language is None or row["language"] == language) and (deep is None or row["deep"] == deep)
+    ]
     hits = sum(row[key] for row in chosen)
     return f"{hits}/{len(chosen)} ({hits / len(chosen):.0%})"
 
@@ -173,44 +188,64 @@ def _median_used(rows: list[dict]) -> str:
     return f"{statistics.median(used):.0f}" if used else "—"
 
 
-def render(runs: dict[str, dict], command: str, server: str, markers=(SECTION_BEGIN, SECTION_END),
-           title: str = "before and after the section tree") -> str:
+def render(
+    runs: dict[str, dict],
+    command: str,
+    server: str,
+    markers=(SECTION_BEGIN, SECTION_END),
+    title: str = "before and after the section tree",
+) -> str:
     en = sum(q.language == "en" for q in QUESTIONS)
     deep = sum(q.deep for q in QUESTIONS)
-    lines = [markers[0], f"## quality — answers deep in resources, {title}", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
-             f"Server: {server}. Corpus: bench/quality_corpus.py, {len(DOCUMENTS)} documents "
-             f"({sum(len(t) for t in DOCUMENTS.values()):,} characters), {len(QUESTIONS)} questions ({en} English, "
-             f"{len(QUESTIONS) - en} Chinese); {len(QUESTIONS) - deep} answers sit in the head of the fourth section "
-             f"of their document or a later one, {deep} past the first ~450 characters of a long section "
-             "(\"deep\"). "
-             "`/search mode=\"context\"` without purpose or quotas (score order, 10 candidates), packaged embedder, "
-             "no LLM (abstracts are the head of their text). Gold in entries: an entry is the gold document or one "
-             "of its sections. Answer in rendered: the answer string appears verbatim in `rendered`.", "",
-             "| shape | nodes | corpus ingest s | 200 KB manual: nodes | 200 KB manual: ingest s |",
-             "|---|---:|---:|---:|---:|"]
-    lines += [f"| {label} | {run['nodes']} | {run['ingest_s']:.1f} | {run['large_nodes']} | {run['large_s']:.1f} |"
-              for label, run in runs.items()]
-    lines += ["",
-              "| shape | max_tokens | detail | gold in entries | answer in rendered | answer EN | answer ZH | "
-              "answer, section head | answer, deep | used tokens p50 | entries p50 | merged sections / tokens saved |",
-              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        markers[0],
+        f"## quality — answers deep in resources, {title}",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
+        f"Server: {server}. Corpus: bench/quality_corpus.py, {len(DOCUMENTS)} documents "
+        f"({sum(len(t) for t in DOCUMENTS.values()):,} characters), {len(QUESTIONS)} questions ({en} English, "
+        f"{len(QUESTIONS) - en} Chinese); {len(QUESTIONS) - deep} answers sit in the head of the fourth section "
+        f"of their document or a later one, {deep} past the first ~450 characters of a long section "
+        '("deep"). '
+        '`/search mode="context"` without purpose or quotas (score order, 10 candidates), packaged embedder, '
+        "no LLM (abstracts are the head of their text). Gold in entries: an entry is the gold document or one "
+        "of its sections. Answer in rendered: the answer string appears verbatim in `rendered`.",
+        "",
+        "| shape | nodes | corpus ingest s | 200 KB manual: nodes | 200 KB manual: ingest s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {label} | {run['nodes']} | {run['ingest_s']:.1f} | {run['large_nodes']} | {run['large_s']:.1f} |"
+        for label, run in runs.items()
+    ]
+    lines += [
+        "",
+        "| shape | max_tokens | detail | gold in entries | answer in rendered | answer EN | answer ZH | "
+        "answer, section head | answer, deep | used tokens p50 | entries p50 | merged sections / tokens saved |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for label, run in runs.items():
         for (max_tokens, detail), rows in run["cells"].items():
-            lines.append(f"| {label} | {max_tokens} | {detail} | {_rate(rows, 'gold')} | "
-                         f"{_rate(rows, 'answer')} | {_rate(rows, 'answer', 'en')} | {_rate(rows, 'answer', 'zh')} | "
-                         f"{_rate(rows, 'answer', deep=False)} | {_rate(rows, 'answer', deep=True)} | "
-                         f"{_median_used(rows)} | "
-                         f"{statistics.median(r['entries'] for r in rows):.0f} | {_saved(rows)} |")
-    lines += ["", "Resources stay capped at `abstract` (RFC §3.4, `resource_detail_cap`), so `full` renders what "
-              "`abstract` does; a document node is a directory and may reach `overview` (its outline). "
-              "Merged sections / tokens saved: over all questions of the row, the sections served inside a merged "
-              "document entry, the tokens merging saved (`stats.merged.saved_tokens`) and their share of the tokens "
-              "the same entries would have used unmerged; the saved tokens are left unspent (merging runs after the "
-              "plan).",
-              markers[1], ""]
+            lines.append(
+                f"| {label} | {max_tokens} | {detail} | {_rate(rows, 'gold')} | "
+                f"{_rate(rows, 'answer')} | {_rate(rows, 'answer', 'en')} | {_rate(rows, 'answer', 'zh')} | "
+                f"{_rate(rows, 'answer', deep=False)} | {_rate(rows, 'answer', deep=True)} | "
+                f"{_median_used(rows)} | "
+                f"{statistics.median(r['entries'] for r in rows):.0f} | {_saved(rows)} |"
+            )
+    lines += [
+        "",
+        "Resources stay capped at `abstract` (RFC §3.4, `resource_detail_cap`), so `full` renders what "
+        "`abstract` does; a document node is a directory and may reach `overview` (its outline). "
+        "Merged sections / tokens saved: over all questions of the row, the sections served inside a merged "
+        "document entry, the tokens merging saved (`stats.merged.saved_tokens`) and their share of the tokens "
+        "the same entries would have used unmerged; the saved tokens are left unspent (merging runs after the "
+        "plan).",
+        markers[1],
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -226,8 +261,8 @@ def _local_database(db: str):
     django.setup()
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
+    from core import embedded_pg
+    from core.models import Account, AccountUser
 
     embedded_pg.start_configured(db)
     call_command("migrate", interactive=False, verbosity=0)
@@ -240,9 +275,11 @@ def run_local() -> tuple[dict, str]:
     """BEFORE and AFTER on a gunicorn of this checkout, one after the other, on the bench's own database."""
     common = _local_database(DB)
     runs, command = {}, ""
-    shapes = (("before (one node per file)", {"OVSITE_SECTION_TREES": "false"}),
-              ("section tree, 4,000-char sections", {"OVSITE_SECTION_MAX_CHARS": "4000"}),
-              ("section tree, 450-char sections (shipped)", {}))
+    shapes = (
+        ("before (one node per file)", {"OVSITE_SECTION_TREES": "false"}),
+        ("section tree, 4,000-char sections", {"OVSITE_SECTION_MAX_CHARS": "4000"}),
+        ("section tree, 450-char sections (shipped)", {}),
+    )
     for label, env in shapes:
         server = common.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-quality-")), extra_env=env)
         server.start()
@@ -251,8 +288,10 @@ def run_local() -> tuple[dict, str]:
         finally:
             server.stop()
         command = server.command
-    return runs, (f"gunicorn `{command}` of this checkout, database `{DB}`, `OVSITE_SECTION_TREES=false`, then "
-                  "`OVSITE_SECTION_MAX_CHARS=4000`, then the defaults")
+    return runs, (
+        f"gunicorn `{command}` of this checkout, database `{DB}`, `OVSITE_SECTION_TREES=false`, then "
+        "`OVSITE_SECTION_MAX_CHARS=4000`, then the defaults"
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -261,9 +300,11 @@ def run_local() -> tuple[dict, str]:
 
 def _recall_roots(user: str) -> list[str]:
     """Where the corpus is written: each memory category's bench folder and the resources' bench folder."""
-    return [f"viking://user/{user}/memories/{kind}/{recall_corpus.BENCH_FOLDER}"
-            for kind in recall_corpus.KINDS if kind not in ("profile", "resources", "skills")] + \
-        [recall_corpus.RESOURCES_ROOT]
+    return [
+        f"viking://user/{user}/memories/{kind}/{recall_corpus.BENCH_FOLDER}"
+        for kind in recall_corpus.KINDS
+        if kind not in ("profile", "resources", "skills")
+    ] + [recall_corpus.RESOURCES_ROOT]
 
 
 def _remove(client, uri: str) -> None:
@@ -273,8 +314,9 @@ def _remove(client, uri: str) -> None:
 
 
 def remove_recall_corpus(client, user: str) -> None:
-    for uri in _recall_roots(user) + [item.uri(user) for item in recall_corpus.ITEMS
-                                      if item.kind in ("profile", "skills")]:
+    for uri in _recall_roots(user) + [
+        item.uri(user) for item in recall_corpus.ITEMS if item.kind in ("profile", "skills")
+    ]:
         _remove(client, uri)
 
 
@@ -299,17 +341,27 @@ def load_recall_corpus(client, user: str) -> float:
         if item.kind == "skills":
             _result(client.post("/api/v1/skills", json={"data": item.text, "target_uri": recall_corpus.SKILLS_ROOT}))
         elif item.kind == "profile":  # a file of the memories folder itself, which is no batch root
-            _result(client.post("/api/v1/content/write", json={"uri": item.uri(user), "content": item.text,
-                                                               "mode": "create"}))
+            _result(
+                client.post(
+                    "/api/v1/content/write", json={"uri": item.uri(user), "content": item.text, "mode": "create"}
+                )
+            )
         else:
             batches.setdefault(_batch_root(item, user), []).append(item)
     for root, items in batches.items():
         response = client.post("/api/v1/fs/mkdir", json={"uri": root})
         if response.status_code != 409:  # it exists already
             _result(response)
-        _result(client.post("/api/v1/content/batch-write", json={
-            "root_uri": root, "wait": False,
-            "operations": [{"uri": item.uri(user), "content": item.text, "mode": "create"} for item in items]}))
+        _result(
+            client.post(
+                "/api/v1/content/batch-write",
+                json={
+                    "root_uri": root,
+                    "wait": False,
+                    "operations": [{"uri": item.uri(user), "content": item.text, "mode": "create"} for item in items],
+                },
+            )
+        )
     _result(client.post("/api/v1/system/wait", json={}))
     return time.perf_counter() - started
 
@@ -317,8 +369,9 @@ def load_recall_corpus(client, user: str) -> float:
 def ask_endpoint(client, endpoint: str, query: str, max_tokens: int) -> dict:
     if endpoint == "recall":
         return _result(client.post("/api/v1/search/recall", json={"query": query, "max_tokens": max_tokens}))
-    return _result(client.post("/api/v1/search/search", json={"query": query, "mode": "context",
-                                                              "max_tokens": max_tokens}))
+    return _result(
+        client.post("/api/v1/search/search", json={"query": query, "mode": "context", "max_tokens": max_tokens})
+    )
 
 
 def _is_gold(uri: str, gold: str) -> bool:
@@ -343,8 +396,10 @@ def _gold_on_find(client, query: str, gold: str) -> str:
     """Where /find, with no threshold, ranks the answering item among every hit: tells a threshold (ranked first,
     scored under it) from a retrieval miss (ranked low)."""
     found = _result(client.post("/api/v1/search/find", json={"query": query, "limit": 1000, "score_threshold": 0}))
-    hits = sorted((hit for key in ("memories", "resources", "skills") for hit in found.get(key, [])),
-                  key=lambda hit: -hit["score"])
+    hits = sorted(
+        (hit for key in ("memories", "resources", "skills") for hit in found.get(key, [])),
+        key=lambda hit: -hit["score"],
+    )
     rank = next((n for n, hit in enumerate(hits, 1) if _is_gold(hit["uri"], gold)), None)
     return f"#{rank} of {len(hits)}, {hits[rank - 1]['score']:.3f}" if rank else f"not in {len(hits)} hits"
 
@@ -362,17 +417,30 @@ def measure_recall(base_url: str, api_key: str | None, user: str) -> dict:
                         result = ask_endpoint(client, endpoint, question.query, max_tokens)
                         entries, stats = result["entries"], result.get("stats") or {}
                         top = max(entries, key=lambda entry: entry["score"], default=None)
-                        gold_entry = next((entry for entry in entries if gold and any(
-                            _is_gold(uri, gold) for uri in [entry["uri"], *entry.get("sections", [])])), None)
-                        rows.append({
-                            "question": n, "group": recall_corpus.group(question), "endpoint": endpoint,
-                            "budget": max_tokens,
-                            "answered": question.answer in result["rendered"] if question.answer else None,
-                            "used": stats.get("used_tokens"), "entries": len(entries),
-                            "empty": not result["rendered"].strip(),
-                            "top": (top["uri"], top["score"]) if top else None,
-                            "gold_detail": gold_entry["detail"] if gold_entry else None,
-                            "thresholds": _threshold_fields(stats)})
+                        gold_entry = next(
+                            (
+                                entry
+                                for entry in entries
+                                if gold
+                                and any(_is_gold(uri, gold) for uri in [entry["uri"], *entry.get("sections", [])])
+                            ),
+                            None,
+                        )
+                        rows.append(
+                            {
+                                "question": n,
+                                "group": recall_corpus.group(question),
+                                "endpoint": endpoint,
+                                "budget": max_tokens,
+                                "answered": question.answer in result["rendered"] if question.answer else None,
+                                "used": stats.get("used_tokens"),
+                                "entries": len(entries),
+                                "empty": not result["rendered"].strip(),
+                                "top": (top["uri"], top["score"]) if top else None,
+                                "gold_detail": gold_entry["detail"] if gold_entry else None,
+                                "thresholds": _threshold_fields(stats),
+                            }
+                        )
                         if rows[-1]["answered"] is False and n not in diagnoses:
                             diagnoses[n] = _gold_on_find(client, question.query, gold)
         finally:
@@ -385,8 +453,13 @@ def _answer_rate(rows: list[dict]) -> float | None:
 
 
 def _cell(rows: list[dict], group: str | None, endpoint: str, budget: int) -> list[dict]:
-    return [row for row in rows if row["endpoint"] == endpoint and row["budget"] == budget
-            and (row["group"] == group if group else row["answered"] is not None)]
+    return [
+        row
+        for row in rows
+        if row["endpoint"] == endpoint
+        and row["budget"] == budget
+        and (row["group"] == group if group else row["answered"] is not None)
+    ]
 
 
 def _p90(values: list[float]) -> float:
@@ -402,33 +475,41 @@ def _mean_used(rows: list[dict]) -> str:
 def _distribution(values: list) -> str:
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(numbers) == len(values):
-        return (f"min {min(numbers):.3g} / p50 {statistics.median(numbers):.3g} / max {max(numbers):.3g} "
-                f"(n={len(numbers)})")
+        return (
+            f"min {min(numbers):.3g} / p50 {statistics.median(numbers):.3g} / max {max(numbers):.3g} (n={len(numbers)})"
+        )
     counts: dict[str, int] = {}
     for value in values:
         counts[str(value)] = counts.get(str(value), 0) + 1
     return ", ".join(f"{value} ×{count}" for value, count in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def render_recall(run: dict, command: str, server: str, markers: tuple[str, str], title: str,
-                  run_s: float) -> str:
+def render_recall(run: dict, command: str, server: str, markers: tuple[str, str], title: str, run_s: float) -> str:
     items, questions, rows = recall_corpus.ITEMS, recall_corpus.QUESTIONS, run["rows"]
     zh = sum(item.language == "zh" for item in items)
     kinds = ", ".join(f"{sum(item.kind == kind for item in items)} {kind}" for kind in recall_corpus.KINDS)
-    groups = {g: sum(recall_corpus.group(q) == g for q in questions) for g in
-              RECALL_GROUPS + ("unanswerable EN", "unanswerable ZH")}
-    lines = [markers[0], f"## quality, recall suite — /recall {{query, max_tokens}} against /search context, {title}",
-             "", f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
-             f"Server: {server}. Run time {run_s:.0f} s (ingest {run['ingest_s']:.1f} s).  ",
-             f"Corpus: bench/recall_corpus.py, {len(items)} items ({zh} Chinese, {zh / len(items):.1%}): {kinds}; "
-             f"{len(questions)} questions: " + ", ".join(f"{n} {g}" for g, n in groups.items()) + ". "
-             "Bodies: /recall `{query, max_tokens}`, /search `{query, mode: \"context\", max_tokens}`; everything "
-             "else is the server's default. Answered: the answer string appears verbatim in `rendered`.", "",
-             "| group | questions | " + " | ".join(f"{b}: context | {b}: recall | {b}: recall/context"
-                                                  for b in BUDGETS) + " |",
-             "|---|---:|" + "---:|---:|---:|" * len(BUDGETS)]
+    groups = {
+        g: sum(recall_corpus.group(q) == g for q in questions)
+        for g in RECALL_GROUPS + ("unanswerable EN", "unanswerable ZH")
+    }
+    lines = [
+        markers[0],
+        f"## quality, recall suite — /recall {{query, max_tokens}} against /search context, {title}",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
+        f"Server: {server}. Run time {run_s:.0f} s (ingest {run['ingest_s']:.1f} s).  ",
+        f"Corpus: bench/recall_corpus.py, {len(items)} items ({zh} Chinese, {zh / len(items):.1%}): {kinds}; "
+        f"{len(questions)} questions: " + ", ".join(f"{n} {g}" for g, n in groups.items()) + ". "
+        'Bodies: /recall `{query, max_tokens}`, /search `{query, mode: "context", max_tokens}`; everything '
+        "else is the server's default. Answered: the answer string appears verbatim in `rendered`.",
+        "",
+        "| group | questions | "
+        + " | ".join(f"{b}: context | {b}: recall | {b}: recall/context" for b in BUDGETS)
+        + " |",
+        "|---|---:|" + "---:|---:|---:|" * len(BUDGETS),
+    ]
     missed = []
     for group in RECALL_GROUPS + (None,):  # None: every answerable question
         cells = []
@@ -440,34 +521,50 @@ def render_recall(run: dict, command: str, server: str, markers: tuple[str, str]
             cells += [f"{sum(r['answered'] for r in c)}/{len(c)} ({_answer_rate(c):.0%})" for c in (context, recall)]
             cells.append(f"{ratio:.2f}" if ratio is not None else "—")
         lines.append(f"| {group or '**all answerable**'} | {len(context)} | " + " | ".join(cells) + " |")
-    lines += ["", "| endpoint | max_tokens | used tokens, mean | answerable: mean | unanswerable: mean | entries p50 | "
-              "unanswerable: budget used p50 | p90 | unanswerable: empty blocks |", "|---|---:|---:|---:|---:|---:|"
-              "---:|---:|---:|"]
+    lines += [
+        "",
+        "| endpoint | max_tokens | used tokens, mean | answerable: mean | unanswerable: mean | entries p50 | "
+        "unanswerable: budget used p50 | p90 | unanswerable: empty blocks |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     fillers = []
     for endpoint in ENDPOINTS:
         for budget in BUDGETS:
             cell = [r for r in rows if r["endpoint"] == endpoint and r["budget"] == budget]
             none = [r for r in cell if r["answered"] is None]
             if any(r["used"] is None for r in cell):  # a server whose answer reports no tokens
-                lines.append(f"| {endpoint} | {budget} | — | — | — | — | — | — | "
-                             f"{sum(r['empty'] for r in none)}/{len(none)} |")
+                lines.append(
+                    f"| {endpoint} | {budget} | — | — | — | — | — | — | {sum(r['empty'] for r in none)}/{len(none)} |"
+                )
                 continue
             shares = [r["used"] / budget for r in none]
             if endpoint == "recall" and statistics.median(shares) > FILLER_TARGET:
                 fillers.append(f"{budget} ({statistics.median(shares):.0%})")
             empty = sum(r["empty"] for r in none)
-            lines.append(f"| {endpoint} | {budget} | {_mean_used(cell)} | "
-                         f"{_mean_used([r for r in cell if r['answered'] is not None])} | {_mean_used(none)} | "
-                         f"{statistics.median(r['entries'] for r in cell):.0f} | {statistics.median(shares):.0%} | "
-                         f"{_p90(shares):.0%} | {empty}/{len(none)} ({empty / len(none):.0%}) |")
-    lines += ["", "Issue 21's targets for /recall's defaults: recall/context ≥ 0.90 at 400 tokens and ≥ 0.95 at 1600 "
-              "in every language group — " + ("met" if not missed else "missed: " + ", ".join(missed)) +
-              f"; unanswerable questions' median block ≤ {FILLER_TARGET:.0%} of the budget — " +
-              ("met" if not fillers else "missed at " + ", ".join(fillers)) + "."]
+            lines.append(
+                f"| {endpoint} | {budget} | {_mean_used(cell)} | "
+                f"{_mean_used([r for r in cell if r['answered'] is not None])} | {_mean_used(none)} | "
+                f"{statistics.median(r['entries'] for r in cell):.0f} | {statistics.median(shares):.0%} | "
+                f"{_p90(shares):.0%} | {empty}/{len(none)} ({empty / len(none):.0%}) |"
+            )
+    lines += [
+        "",
+        "Issue 21's targets for /recall's defaults: recall/context ≥ 0.90 at 400 tokens and ≥ 0.95 at 1600 "
+        "in every language group — "
+        + ("met" if not missed else "missed: " + ", ".join(missed))
+        + f"; unanswerable questions' median block ≤ {FILLER_TARGET:.0%} of the budget — "
+        + ("met" if not fillers else "missed at " + ", ".join(fillers))
+        + ".",
+    ]
     fields = sorted({path for r in rows for path in r["thresholds"]})
     if fields:
-        lines += ["", "Threshold fields of `stats` (all questions):", "", "| endpoint | max_tokens | field | values |",
-                  "|---|---:|---|---|"]
+        lines += [
+            "",
+            "Threshold fields of `stats` (all questions):",
+            "",
+            "| endpoint | max_tokens | field | values |",
+            "|---|---:|---|---|",
+        ]
         for endpoint in ENDPOINTS:
             for budget in BUDGETS:
                 cell = [r for r in rows if r["endpoint"] == endpoint and r["budget"] == budget]
@@ -477,26 +574,36 @@ def render_recall(run: dict, command: str, server: str, markers: tuple[str, str]
     else:
         lines += ["", "`stats` reported no threshold fields."]
     misses = sum(r["answered"] is False for r in rows)
-    lines += ["", f"{misses} misses (question × endpoint × budget); the script lists them on the console.",
-              markers[1], ""]
+    lines += [
+        "",
+        f"{misses} misses (question × endpoint × budget); the script lists them on the console.",
+        markers[1],
+        "",
+    ]
     return "\n".join(lines)
 
 
 def recall_misses(run: dict) -> str:
     """One line per answerable question an endpoint missed at a budget, /recall's first."""
     questions = recall_corpus.QUESTIONS
-    misses = sorted((r for r in run["rows"] if r["answered"] is False),
-                    key=lambda r: (-ENDPOINTS.index(r["endpoint"]), r["budget"], RECALL_GROUPS.index(r["group"])))
-    lines = [f"Misses ({len(misses)}): endpoint, budget, group, question → answer; the top entry (uri score); the "
-             "tier the answering item was served at, if it was; its rank and score on /find without threshold; "
-             "the threshold fields of `stats`"]
+    misses = sorted(
+        (r for r in run["rows"] if r["answered"] is False),
+        key=lambda r: (-ENDPOINTS.index(r["endpoint"]), r["budget"], RECALL_GROUPS.index(r["group"])),
+    )
+    lines = [
+        f"Misses ({len(misses)}): endpoint, budget, group, question → answer; the top entry (uri score); the "
+        "tier the answering item was served at, if it was; its rank and score on /find without threshold; "
+        "the threshold fields of `stats`"
+    ]
     for r in misses:
         question = questions[r["question"]]
         top = f"{r['top'][0]} {r['top'][1]:.3f}" if r["top"] else "empty block"
         thresholds = " ".join(f"{path}={value}" for path, value in r["thresholds"].items())
-        lines.append(f"  {r['endpoint']:<7} {r['budget']:>4} {r['group']}  {question.query} → {question.answer!r}; "
-                     f"top {top}; gold {'served at ' + r['gold_detail'] if r['gold_detail'] else 'not served'}; "
-                     f"/find {run['diagnoses'][r['question']]}" + (f"; {thresholds}" if thresholds else ""))
+        lines.append(
+            f"  {r['endpoint']:<7} {r['budget']:>4} {r['group']}  {question.query} → {question.answer!r}; "
+            f"top {top}; gold {'served at ' + r['gold_detail'] if r['gold_detail'] else 'not served'}; "
+            f"/find {run['diagnoses'][r['question']]}" + (f"; {thresholds}" if thresholds else "")
+        )
     return "\n".join(lines)
 
 
@@ -537,14 +644,20 @@ def main() -> int:
     parser.add_argument("--api-key")
     parser.add_argument("--label", default="server", help="the row label of --base-url's results")
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--suite", choices=("sections", "recall"), default="sections",
-                        help="sections: answers deep in resources (default); recall: /recall's defaults against "
-                             "/search context on a bilingual store")
-    parser.add_argument("--user", default="default",
-                        help="recall suite with --base-url: the user the key acts as, whose memories are written")
+    parser.add_argument(
+        "--suite",
+        choices=("sections", "recall"),
+        default="sections",
+        help="sections: answers deep in resources (default); recall: /recall's defaults against "
+        "/search context on a bilingual store",
+    )
+    parser.add_argument(
+        "--user",
+        default="default",
+        help="recall suite with --base-url: the user the key acts as, whose memories are written",
+    )
     args = parser.parse_args()
-    command = ".venv/bin/python bench/quality.py " + " ".join(
-        a if a != args.api_key else "KEY" for a in sys.argv[1:])
+    command = ".venv/bin/python bench/quality.py " + " ".join(a if a != args.api_key else "KEY" for a in sys.argv[1:])
     if args.suite == "recall":
         return recall_suite(args, command.strip())
     if args.base_url:

@@ -1,6 +1,7 @@
 """The corpus of bench/quality.py: runbooks and manuals in English and Chinese whose answers sit in later sections
 (eight of them past the head of a long section), and the questions about them, each with its gold document and the
 answer string that must reach `rendered`."""
+
 from dataclasses import dataclass
 
 PAYMENTS_RUNBOOK = """# Payments service runbook
@@ -279,24 +280,40 @@ class Question:
 
 
 QUESTIONS = [
-    Question("How do I restart the payment workers?", "payments-runbook.md", "systemctl restart payments-worker@*",
-             "en"),
-    Question("What is the command to roll back a bad payments release?", "payments-runbook.md",
-             "deployctl rollback payments --to previous", "en"),
+    Question(
+        "How do I restart the payment workers?", "payments-runbook.md", "systemctl restart payments-worker@*", "en"
+    ),
+    Question(
+        "What is the command to roll back a bad payments release?",
+        "payments-runbook.md",
+        "deployctl rollback payments --to previous",
+        "en",
+    ),
     Question("How long does a ledger database failover take?", "payments-runbook.md", "about 90 seconds", "en"),
     Question("Where do I escalate a long payments incident?", "payments-runbook.md", "#payments-oncall", "en"),
     Question("When do search indices move to the warm tier?", "search-cluster-manual.md", "older than 30 days", "en"),
-    Question("Which bucket holds the search snapshots?", "search-cluster-manual.md", "s3://acme-search-snapshots",
-             "en"),
-    Question("What refresh interval should I use while reindexing?", "search-cluster-manual.md",
-             "refresh_interval to -1", "en"),
-    Question("How do I find out why the search cluster is red?", "search-cluster-manual.md",
-             "GET _cluster/allocation/explain", "en"),
+    Question(
+        "Which bucket holds the search snapshots?", "search-cluster-manual.md", "s3://acme-search-snapshots", "en"
+    ),
+    Question(
+        "What refresh interval should I use while reindexing?",
+        "search-cluster-manual.md",
+        "refresh_interval to -1",
+        "en",
+    ),
+    Question(
+        "How do I find out why the search cluster is red?",
+        "search-cluster-manual.md",
+        "GET _cluster/allocation/explain",
+        "en",
+    ),
     Question("How long are VPN client certificates valid?", "vpn-admin-guide.html", "365 days", "en"),
     Question("Which routes does the VPN gateway push to clients?", "vpn-admin-guide.html", "10.20.0.0/16", "en"),
     Question("Where are the VPN gateway connection logs?", "vpn-admin-guide.html", "/var/log/vpn/gateway.log", "en"),
     Question("订单服务什么时候发布？", "订单服务运维手册.md", "每周三晚上八点", "zh"),
-    Question("订单接口怎么扩容到十二个副本？", "订单服务运维手册.md", "kubectl scale deploy/order-api --replicas=12", "zh"),
+    Question(
+        "订单接口怎么扩容到十二个副本？", "订单服务运维手册.md", "kubectl scale deploy/order-api --replicas=12", "zh"
+    ),
     Question("订单库的备份保留多少天？", "订单服务运维手册.md", "备份保留 14 天", "zh"),
     Question("订单故障要在哪个群里升级？", "订单服务运维手册.md", "#order-oncall", "zh"),
     Question("错误率告警的触发条件是什么？", "日志平台使用手册.md", "连续 5 分钟错误率超过 2%", "zh"),
@@ -305,16 +322,36 @@ QUESTIONS = [
     Question("缓存主从怎么手动切换？", "缓存集群手册.md", "redis-cli -p 6380 failover", "zh"),
     Question("会话缓存用的是什么内存淘汰策略？", "缓存集群手册.md", "allkeys-lru", "zh"),
     Question("慢查询的阈值设置是多少？", "缓存集群手册.md", "10000 微秒", "zh"),
-    Question("What erasure coding profile do new storage buckets use?", "object-storage-manual.md",
-             "8 data fragments plus 3 parity fragments", "en", deep=True),
-    Question("How do I register a replacement disk in a storage node?", "object-storage-manual.md",
-             "storagectl disk add --node NODE --slot SLOT", "en", deep=True),
+    Question(
+        "What erasure coding profile do new storage buckets use?",
+        "object-storage-manual.md",
+        "8 data fragments plus 3 parity fragments",
+        "en",
+        deep=True,
+    ),
+    Question(
+        "How do I register a replacement disk in a storage node?",
+        "object-storage-manual.md",
+        "storagectl disk add --node NODE --slot SLOT",
+        "en",
+        deep=True,
+    ),
     Question("核心数据库的备份几点开始？", "备份系统手册.md", "每天凌晨三点", "zh", deep=True),
     Question("恢复失败后多久给出分析结论？", "备份系统手册.md", "四小时内", "zh", deep=True),
-    Question("When are unused build cache entries evicted?", "ci-pipeline-handbook.md",
-             "not been used for 14 days", "en", deep=True),
-    Question("How do I quarantine a flaky test?", "ci-pipeline-handbook.md",
-             "ci quarantine add TEST_ID --reason TEXT", "en", deep=True),
+    Question(
+        "When are unused build cache entries evicted?",
+        "ci-pipeline-handbook.md",
+        "not been used for 14 days",
+        "en",
+        deep=True,
+    ),
+    Question(
+        "How do I quarantine a flaky test?",
+        "ci-pipeline-handbook.md",
+        "ci quarantine add TEST_ID --reason TEXT",
+        "en",
+        deep=True,
+    ),
     Question("消息积压两个小时没有下降要在哪个群里通报？", "消息队列运维手册.md", "#mq-oncall", "zh", deep=True),
     Question("主题的分区数最多能扩到多少个？", "消息队列运维手册.md", "六十四个", "zh", deep=True),
 ]

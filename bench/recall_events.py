@@ -11,6 +11,7 @@ the median paired difference (the event is written after the response is sent: b
 waits for it); then times the recording call alone in-process, the shipped statement against the ORM path it
 replaced. Rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -29,8 +30,7 @@ corpus.BENCH_DB = DB
 os.environ["OVSITE_PG_DATABASE"] = DB
 SECTION_BEGIN, SECTION_END = "<!-- recall_events:begin -->", "<!-- recall_events:end -->"
 ENDPOINTS = {
-    "search context (coding)": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600,
-                                                         "purpose": "coding"}),
+    "search context (coding)": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600, "purpose": "coding"}),
     "recall": ("/api/v1/search/recall", {}),
 }
 
@@ -47,11 +47,11 @@ def run(args) -> dict:
     def recording(on: bool) -> None:
         conn.execute(f"UPDATE {settings_table} SET record_recall_events = %s WHERE id = 1", [on])
 
-    server = corpus.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-events-")),
-                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server = corpus.Server(
+        1, Path(tempfile.mkdtemp(prefix="ovsite-events-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
+    )
     server.start()
-    samples = {name: {side: {"client": [], "server": []} for side in ("on", "off")}
-               for name in ENDPOINTS}
+    samples = {name: {side: {"client": [], "server": []} for side in ("on", "off")} for name in ENDPOINTS}
     try:
         corpus.warm_up(server)
         with httpx.Client(base_url=server.url, timeout=60) as client:
@@ -62,7 +62,7 @@ def run(args) -> dict:
             for i in range(args.queries):
                 query = corpus.QUERIES[i % len(corpus.QUERIES)]
                 for name, (path, extra) in ENDPOINTS.items():
-                    for on in ((True, False) if i % 2 == 0 else (False, True)):
+                    for on in (True, False) if i % 2 == 0 else (False, True):
                         recording(on)
                         started = time.perf_counter()
                         response = client.post(path, json={"query": query, **extra})
@@ -76,8 +76,14 @@ def run(args) -> dict:
     finally:
         server.stop()
         recording(True)
-    return {"samples": samples, "recorded": recorded, "server_command": server.command, "size": args.size,
-            "queries": args.queries, "insert_paths": insert_paths(args.inserts)}
+    return {
+        "samples": samples,
+        "recorded": recorded,
+        "server_command": server.command,
+        "size": args.size,
+        "queries": args.queries,
+        "insert_paths": insert_paths(args.inserts),
+    }
 
 
 def insert_paths(count: int) -> dict[str, list[float]]:
@@ -89,9 +95,18 @@ def insert_paths(count: int) -> dict[str, list[float]]:
     from profiles.models import RecallEvent
     from profiles.services import record_recall_event
 
-    stats = {"purpose": "coding", "max_tokens": 1600, "used_tokens": 1210, "candidates": 40, "returned": 9,
-             "dropped": 2, "dedup": {"cooled": 1}, "tier_counts": {"full": 2, "overview": 1, "abstract": 5, "uri": 1},
-             "query_expansion": "off", "rewrite": "off"}
+    stats = {
+        "purpose": "coding",
+        "max_tokens": 1600,
+        "used_tokens": 1210,
+        "candidates": 40,
+        "returned": 9,
+        "dropped": 2,
+        "dedup": {"cooled": 1},
+        "tier_counts": {"full": 2, "overview": 1, "abstract": 5, "uri": 1},
+        "query_expansion": "off",
+        "rewrite": "off",
+    }
 
     def shipped():
         record_recall_event(endpoint="search", account_id=None, stats=stats, latency_ms=30.0)
@@ -102,16 +117,28 @@ def insert_paths(count: int) -> dict[str, list[float]]:
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
             RecallEvent.objects.create(
-                endpoint="search", purpose=stats["purpose"], account_id=None, max_tokens=stats["max_tokens"],
-                used_tokens=stats["used_tokens"], candidates=stats["candidates"], returned=stats["returned"],
-                dropped=stats["dropped"], cooled=stats["dedup"]["cooled"], tier_full=tiers["full"],
-                tier_overview=tiers["overview"], tier_abstract=tiers["abstract"], tier_uri=tiers["uri"],
-                query_expansion=stats["query_expansion"], rewrite=stats["rewrite"], latency_ms=30.0)
+                endpoint="search",
+                purpose=stats["purpose"],
+                account_id=None,
+                max_tokens=stats["max_tokens"],
+                used_tokens=stats["used_tokens"],
+                candidates=stats["candidates"],
+                returned=stats["returned"],
+                dropped=stats["dropped"],
+                cooled=stats["dedup"]["cooled"],
+                tier_full=tiers["full"],
+                tier_overview=tiers["overview"],
+                tier_abstract=tiers["abstract"],
+                tier_uri=tiers["uri"],
+                query_expansion=stats["query_expansion"],
+                rewrite=stats["rewrite"],
+                latency_ms=30.0,
+            )
 
     times = {"one statement (shipped)": [], "ORM transaction (before)": []}
     paths = list(zip(times, (shipped, orm)))
     for i in range(count):
-        for name, path in (paths if i % 2 == 0 else paths[::-1]):
+        for name, path in paths if i % 2 == 0 else paths[::-1]:
             started = time.perf_counter()
             path()
             times[name].append((time.perf_counter() - started) * 1000)
@@ -121,30 +148,43 @@ def insert_paths(count: int) -> dict[str, list[float]]:
 
 def render(run: dict, command: str) -> str:
     median = corpus.median
-    lines = [SECTION_BEGIN, "## recall_events — request-path cost of recording a RecallEvent", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU (shared with other engineers' work), Python "
-             f"{platform.python_version()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the "
-             "end  ",
-             f"Server: `gunicorn {run['server_command']}`, database `{DB}`, corpus of bench/find_latency.py with "
-             f"{run['size']:,} nodes; {run['queries']} queries, each request sent with recording on and off in "
-             "turn (order alternating per query) on one keep-alive connection; query-vector cache off. "
-             f"{run['recorded']:,} events recorded. All figures from this one run.", "",
-             "| request | client p50 on | client p50 off | paired Δ client p50 | server p50 on | server p50 off |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        SECTION_BEGIN,
+        "## recall_events — request-path cost of recording a RecallEvent",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU (shared with other engineers' work), Python "
+        f"{platform.python_version()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the "
+        "end  ",
+        f"Server: `gunicorn {run['server_command']}`, database `{DB}`, corpus of bench/find_latency.py with "
+        f"{run['size']:,} nodes; {run['queries']} queries, each request sent with recording on and off in "
+        "turn (order alternating per query) on one keep-alive connection; query-vector cache off. "
+        f"{run['recorded']:,} events recorded. All figures from this one run.",
+        "",
+        "| request | client p50 on | client p50 off | paired Δ client p50 | server p50 on | server p50 off |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, sides in run["samples"].items():
         on, off = sides["on"], sides["off"]
         delta = median([a - b for a, b in zip(on["client"], off["client"])])
-        lines.append(f"| {name} | {median(on['client']):.2f} | {median(off['client']):.2f} | {delta:+.2f} | "
-                     f"{median(on['server']):.2f} | {median(off['server']):.2f} |")
+        lines.append(
+            f"| {name} | {median(on['client']):.2f} | {median(off['client']):.2f} | {delta:+.2f} | "
+            f"{median(on['server']):.2f} | {median(off['server']):.2f} |"
+        )
     paths = run["insert_paths"]
     count = len(next(iter(paths.values())))
-    lines += ["", "Times in ms. The REST views write the event once the response is sent (the server's close() of "
-              "it), so neither the client nor the Server-Timing stages wait for the INSERT; the paired Δ is the "
-              "median over queries of (on − off) for the same query.", "",
-              f"The recording call alone, in the bench process, {count} times each path, alternating (same run):", "",
-              "| path | p50 | p95 |", "|---|---:|---:|"]
+    lines += [
+        "",
+        "Times in ms. The REST views write the event once the response is sent (the server's close() of "
+        "it), so neither the client nor the Server-Timing stages wait for the INSERT; the paired Δ is the "
+        "median over queries of (on − off) for the same query.",
+        "",
+        f"The recording call alone, in the bench process, {count} times each path, alternating (same run):",
+        "",
+        "| path | p50 | p95 |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {name} | {median(times):.3f} | {corpus.pct(times, 95):.3f} |" for name, times in paths.items()]
     shipped, before = (median(times) for times in paths.values())
     lines += ["", f"The shipped statement costs {shipped / before:.2f}× the ORM path it replaced.", SECTION_END, ""]

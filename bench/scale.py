@@ -24,6 +24,7 @@
    same data).
 Rewrites its section of bench/RESULTS.md (one section per size).
 """
+
 import argparse
 import datetime as dt
 import hashlib
@@ -38,8 +39,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
 import assembly_latency  # noqa: E402
+import find_latency as common  # noqa: E402 — configures the environment before Django loads
 
 SECTION = "<!-- scale:{size}:{edge} -->"  # one section per size: the largest run does not erase the smaller ones
 GOAL_RECALL, GOAL_FIND_P50_MS = 0.95, 25.0
@@ -47,8 +48,13 @@ BLOCK = 10000
 NOISE = 0.15  # expected norm of the Gaussian noise added to a derived vector (the vectors have norm 1)
 POOL = 2048  # base vectors one block of derived vectors picks its partners from
 TIE_BAND = 0.01  # cosine distance; as bench/hnsw_sweep.py's tolerant recall
-ENV_SETTINGS = ("OVSITE_HNSW_WIDE_EF_SEARCH", "OVSITE_HNSW_EF_SEARCH", "OVSITE_HNSW_MAX_SCAN_TUPLES",
-                "OVSITE_PARTITIONED_SEARCH_FROM", "OVSITE_PG_SHARED_BUFFERS")
+ENV_SETTINGS = (
+    "OVSITE_HNSW_WIDE_EF_SEARCH",
+    "OVSITE_HNSW_EF_SEARCH",
+    "OVSITE_HNSW_MAX_SCAN_TUPLES",
+    "OVSITE_PARTITIONED_SEARCH_FROM",
+    "OVSITE_PG_SHARED_BUFFERS",
+)
 KEPT_INDEXES = ("retrieval_context_pkey", "context_account_uri_unique")
 CACHE = common.ROOT / "bench" / ".data"
 
@@ -117,8 +123,14 @@ def real_blocks(nodes, count: int, stats: dict):
     final = CACHE / f"{embedder.model}-{common.SEED}-{count}.npy"
     partial = final.with_suffix(".partial")
     with open(partial, "wb") as out:
-        np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
-                                                   "fortran_order": False, "shape": (count, embedder.dim)})
+        np.lib.format.write_array_header_1_0(
+            out,
+            {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                "fortran_order": False,
+                "shape": (count, embedder.dim),
+            },
+        )
         for vectors in cached_rows(prefix, 0, known, batch) if prefix else ():
             out.write(vectors.tobytes())
             yield list(itertools.islice(nodes, len(vectors))), vectors
@@ -128,8 +140,9 @@ def real_blocks(nodes, count: int, stats: dict):
     os.replace(partial, final)
 
 
-def derived_vectors(base: "np.ndarray", start: int, count: int, seed: int, noise: float = NOISE,
-                    how: str = "neighbour") -> "np.ndarray":
+def derived_vectors(
+    base: "np.ndarray", start: int, count: int, seed: int, noise: float = NOISE, how: str = "neighbour"
+) -> "np.ndarray":
     """`count` vectors for nodes beyond the embedded base, deterministic for (seed, start), unit length.
 
     "neighbour" (the default): a point on the segment between a base vector p and its nearest partner q among
@@ -158,15 +171,16 @@ def derived_vectors(base: "np.ndarray", start: int, count: int, seed: int, noise
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def node_blocks(size: int, base: int, seed: int, noise: float = NOISE, how: str = "neighbour",
-                stats: dict | None = None):
+def node_blocks(
+    size: int, base: int, seed: int, noise: float = NOISE, how: str = "neighbour", stats: dict | None = None
+):
     """(nodes, vectors) batches: the first `base` nodes with their real embeddings (real_blocks, which fills
     `stats`), then derived ones in blocks of BLOCK (`derived_vectors` seeds each block by its start)."""
     import numpy as np
 
     from retrieval.embedders import get_embedder
 
-    now = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
     nodes = common.generate(size, now)
     base = min(base, size)
     yield from real_blocks(nodes, base, {} if stats is None else stats)
@@ -272,13 +286,13 @@ def exact_top10(args, conn) -> ExactTop10:
     cached = cache_file(get_embedder().model, base)
     exact = ExactTop10(query_vectors())
     for start, vectors in zip(range(0, base, BLOCK), cached_rows(cached, 0, base, BLOCK)):
-        exact.add(uris[start:start + len(vectors)], vectors)
+        exact.add(uris[start : start + len(vectors)], vectors)
     if base == len(uris):
         return exact
     real = np.load(cached, mmap_mode="r")[:base].copy()  # the derived blocks after the base, as node_blocks made them
     for start in range(base, len(uris), BLOCK):
         count = min(BLOCK, len(uris) - start)
-        exact.add(uris[start:start + count], derived_vectors(real, start, count, args.seed, args.noise, args.derive))
+        exact.add(uris[start : start + count], derived_vectors(real, start, count, args.seed, args.noise, args.derive))
     return exact
 
 
@@ -307,16 +321,23 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
     out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # the whole table's; the partitions' differ by their WHERE alone
     for name in indexes:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
-    oids = dict(conn.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
-                             "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped").fetchall())
+    oids = dict(
+        conn.execute(
+            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
+            "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    )
     model = get_embedder().model
     exact = ExactTop10(query_vectors())
     t_all = time.perf_counter()
     timings, vectors_from = {"vectors_s": 0.0, "copy_s": 0.0}, {}
     columns = ", ".join(common.COPY_COLUMNS)
     blocks = node_blocks(args.size, args.base, args.seed, args.noise, args.derive, vectors_from)
-    with conn.transaction(), conn.cursor() as cur, tqdm(total=args.size, desc=f"load {args.size}", unit="node",
-                                                        file=sys.stderr, mininterval=5.0) as bar:
+    with (
+        conn.transaction(),
+        conn.cursor() as cur,
+        tqdm(total=args.size, desc=f"load {args.size}", unit="node", file=sys.stderr, mininterval=5.0) as bar,
+    ):
         with cur.copy(f"COPY retrieval_context ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([oids[c] for c in common.COPY_COLUMNS])
             while True:
@@ -329,13 +350,34 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
                 timings["vectors_s"] += time.perf_counter() - t
                 t = time.perf_counter()
                 for node, vector in zip(nodes, vectors):
-                    copy.write_row((account_id, node["uri"], node["uri"].rsplit("/", 1)[0], node["kind"],
-                                    node["context_type"], node["category"], node["owner"], "", node["abstract"],
-                                    node["overview"], node["content"], estimate_tokens(node["abstract"]),
-                                    estimate_tokens(node["overview"]), estimate_tokens(node["content"]),
-                                    node["tags"], node["created_at"], node["updated_at"], node["event_time"],
-                                    vector, model, hashlib.sha256(node["content"].encode()).hexdigest(), "ready",
-                                    "", 0))
+                    copy.write_row(
+                        (
+                            account_id,
+                            node["uri"],
+                            node["uri"].rsplit("/", 1)[0],
+                            node["kind"],
+                            node["context_type"],
+                            node["category"],
+                            node["owner"],
+                            "",
+                            node["abstract"],
+                            node["overview"],
+                            node["content"],
+                            estimate_tokens(node["abstract"]),
+                            estimate_tokens(node["overview"]),
+                            estimate_tokens(node["content"]),
+                            node["tags"],
+                            node["created_at"],
+                            node["updated_at"],
+                            node["event_time"],
+                            vector,
+                            model,
+                            hashlib.sha256(node["content"].encode()).hexdigest(),
+                            "ready",
+                            "",
+                            0,
+                        )
+                    )
                 timings["copy_s"] += time.perf_counter() - t
                 bar.update(len(nodes))
     out.update(timings, **vectors_from)
@@ -350,8 +392,11 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
         with MemorySampler(pid) as sampler, conn.transaction():
             conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
             conn.execute(sql)
-        out["indexes"][name] = {"s": time.perf_counter() - t, "peak_pss_mb": sampler.peak_mb,
-                                "mb": conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0]}
+        out["indexes"][name] = {
+            "s": time.perf_counter() - t,
+            "peak_pss_mb": sampler.peak_mb,
+            "mb": conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0],
+        }
         common.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
     t = time.perf_counter()
     conn.execute("VACUUM (ANALYZE) retrieval_context")
@@ -370,8 +415,10 @@ def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
 
     server = common.Server(args.workers, tmp, {"OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
     server.start()
-    endpoints = {"find": ("/api/v1/search/find", {"limit": 10}),
-                 "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600})}
+    endpoints = {
+        "find": ("/api/v1/search/find", {"limit": 10}),
+        "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600}),
+    }
     samples = {name: {"client": [], "server": []} for name in endpoints}
     hits = {}
     try:
@@ -391,22 +438,34 @@ def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
                     elapsed = (time.perf_counter() - started) * 1000
                     response.raise_for_status()
                     samples[name]["client"].append(elapsed)
-                    samples[name]["server"].append(sum(common.server_timing(
-                        response.headers.get("Server-Timing", "")).values()))
+                    samples[name]["server"].append(
+                        sum(common.server_timing(response.headers.get("Server-Timing", "")).values())
+                    )
                     if name == "find" and i < len(common.QUERIES):
                         result = response.json()["result"]
-                        hits[i] = [(h["uri"], h["score"]) for key in ("memories", "resources", "skills")
-                                   for h in result[key]]
+                        hits[i] = [
+                            (h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in result[key]
+                        ]
     finally:
         server.stop()
         out_command = server.command.replace(f"127.0.0.1:{server.port}", "127.0.0.1:PORT").replace(
-            f"--chdir {common.ROOT}", "--chdir .")
+            f"--chdir {common.ROOT}", "--chdir ."
+        )
     found = [hits[i] for i in range(len(common.QUERIES))]
     recall, tolerant = exact.recall(found), exact.recall(found, TIE_BAND)
-    common.log(f"ef_search {ef_search}: find p50 {common.median(samples['find']['client']):.2f} ms, "
-               f"recall@10 {recall:.3f} (tolerant {tolerant:.3f})")
-    return {"samples": samples, "recall": recall, "tolerant": tolerant, "gap": exact.gap(),
-            "server_command": out_command, "ef_search": ef_search, "load_avg": load_avg}
+    common.log(
+        f"ef_search {ef_search}: find p50 {common.median(samples['find']['client']):.2f} ms, "
+        f"recall@10 {recall:.3f} (tolerant {tolerant:.3f})"
+    )
+    return {
+        "samples": samples,
+        "recall": recall,
+        "tolerant": tolerant,
+        "gap": exact.gap(),
+        "server_command": out_command,
+        "ef_search": ef_search,
+        "load_avg": load_avg,
+    }
 
 
 def settings_used(conn) -> dict:
@@ -414,83 +473,114 @@ def settings_used(conn) -> dict:
 
     options = settings.DATABASES["default"]["OPTIONS"]["options"]
     session = {part.split("=")[0]: part.split("=")[1] for part in options.replace("-c ", "").split()}
-    return {"session": session, "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0],
-            "parallel_maint": conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0]}
+    return {
+        "session": session,
+        "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0],
+        "parallel_maint": conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0],
+    }
 
 
 def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, command: str) -> str:
     lat = lats[0]  # the deployment default first; the others are what-if runs on the same data
     derivation = f"`{args.derive}` derivation, noise {args.noise}"
-    lines = [SECTION.format(size=size, edge="begin"),
-             f"## scale — {size:,} nodes: bulk load, /find and /search context, HNSW recall@10", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)}"
-             f" GB RAM, shared with other engineers' work; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
-             + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built"
-                if loaded else "") + " (per latency run: the table's last column).  ",
-             f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; searches in score order walk one "
-             "HNSW index per search partition and merge from `OVSITE_PARTITIONED_SEARCH_FROM` nodes on, the "
-             "whole table's below it; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
-             "(/find and /search context without a purpose, both measured here).  ",
-             f"Settings: per session " + ", ".join(f"`{k}={v}`" for k, v in used["session"].items())
-             + f"; shared_buffers {used['shared_buffers']}, max_parallel_maintenance_workers "
-             f"{used['parallel_maint']}.", ""]
+    lines = [
+        SECTION.format(size=size, edge="begin"),
+        f"## scale — {size:,} nodes: bulk load, /find and /search context, HNSW recall@10",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)}"
+        f" GB RAM, shared with other engineers' work; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
+        + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built" if loaded else "")
+        + " (per latency run: the table's last column).  ",
+        f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; searches in score order walk one "
+        "HNSW index per search partition and merge from `OVSITE_PARTITIONED_SEARCH_FROM` nodes on, the "
+        "whole table's below it; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
+        "(/find and /search context without a purpose, both measured here).  ",
+        "Settings: per session "
+        + ", ".join(f"`{k}={v}`" for k, v in used["session"].items())
+        + f"; shared_buffers {used['shared_buffers']}, max_parallel_maintenance_workers "
+        f"{used['parallel_maint']}.",
+        "",
+    ]
     if loaded:
         idx = loaded["indexes"]
         hnsw_s = sum(v["s"] for k, v in idx.items() if "hnsw" in k)
-        base = (f"{loaded['embedded']:,} embedded in this run by 2 threads × 1 BLAS thread ahead of the COPY, "
-                f"{loaded['from_cache']:,} read from the bench/.data cache")
-        rest = (f", the rest derived vectors ({derivation}; see `derived_vectors` in the script)"
-                if loaded["base"] < loaded["size"] else "")
+        base = (
+            f"{loaded['embedded']:,} embedded in this run by 2 threads × 1 BLAS thread ahead of the COPY, "
+            f"{loaded['from_cache']:,} read from the bench/.data cache"
+        )
+        rest = (
+            f", the rest derived vectors ({derivation}; see `derived_vectors` in the script)"
+            if loaded["base"] < loaded["size"]
+            else ""
+        )
         which = f"the first {loaded['base']:,}" if rest else "all"
-        lines += [f"Build: {loaded['size']:,} nodes; {which} "
-                  f"carry the packaged model's embeddings of their abstracts ({base}){rest}. Load (generation, "
-                  f"vectors, exact top 10 and binary COPY with token counting, overlapped) {loaded['load_s']:.0f} s "
-                  f"= {loaded['size'] / loaded['load_s']:,.0f} nodes/s: waiting for vectors "
-                  f"{loaded['vectors_s']:.0f} s, writing rows {loaded['copy_s']:.0f} s; "
-                  f"indexes after the load {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
-                  f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the search "
-                  f"partitions' indexes the same with their WHERE); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
-                  f"{loaded['build_s']:.0f} s ({loaded['build_s'] / 60:.1f} min). Table with indexes "
-                  f"{loaded['table_mb']:,.0f} MB (heap {loaded['heap_mb']:,.0f} MB). Loader peak RSS "
-                  f"{loaded['loader_peak_rss_mb']:,.0f} MB.", "",
-                  "| index | build s | size MB | backend + workers peak PSS MB |", "|---|---:|---:|---:|"]
+        lines += [
+            f"Build: {loaded['size']:,} nodes; {which} "
+            f"carry the packaged model's embeddings of their abstracts ({base}){rest}. Load (generation, "
+            f"vectors, exact top 10 and binary COPY with token counting, overlapped) {loaded['load_s']:.0f} s "
+            f"= {loaded['size'] / loaded['load_s']:,.0f} nodes/s: waiting for vectors "
+            f"{loaded['vectors_s']:.0f} s, writing rows {loaded['copy_s']:.0f} s; "
+            f"indexes after the load {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
+            f"(`maintenance_work_mem` {args.maintenance_work_mem}; `{loaded['hnsw_sql']}`, the search "
+            f"partitions' indexes the same with their WHERE); VACUUM ANALYZE {loaded['vacuum_s']:.0f} s; total "
+            f"{loaded['build_s']:.0f} s ({loaded['build_s'] / 60:.1f} min). Table with indexes "
+            f"{loaded['table_mb']:,.0f} MB (heap {loaded['heap_mb']:,.0f} MB). Loader peak RSS "
+            f"{loaded['loader_peak_rss_mb']:,.0f} MB.",
+            "",
+            "| index | build s | size MB | backend + workers peak PSS MB |",
+            "|---|---:|---:|---:|",
+        ]
         for name, v in idx.items():
             lines.append(f"| {name} | {v['s']:.1f} | {v['mb']:,.0f} | {v['peak_pss_mb']:,.0f} |")
         lines.append("")
-    lines += [f"Latency: {args.queries} queries ({len(common.QUERIES)} EN/ZH, cycling), /find and /search context "
-              "(1600 tokens, no purpose) alternating on one keep-alive connection; ms. Recall@10 of /find's top 10 "
-              f"against the exact top 10 (numpy over the same float32 vectors; every node passes /find's filters) "
-              f"on the {len(common.QUERIES)} distinct queries; a hit at the 10th exact distance counts; the last "
-              f"column also counts a hit within {TIE_BAND} (cosine distance) of it. Median gap between the 10th "
-              f"and 11th exact distance: {lats[0]['gap']:.4f}. Load average: 1 / 5 / 15 min as the run's timed "
-              "requests began" + (f" (after waiting up to {args.quiet_wait:.0f} s for a CPU under 20 % busy)"
-                                  if args.quiet_wait else "") + ".", "",
-              f"| wide ef_search | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
-              f"recall@10 within {TIE_BAND} | load average |", "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += [
+        f"Latency: {args.queries} queries ({len(common.QUERIES)} EN/ZH, cycling), /find and /search context "
+        "(1600 tokens, no purpose) alternating on one keep-alive connection; ms. Recall@10 of /find's top 10 "
+        f"against the exact top 10 (numpy over the same float32 vectors; every node passes /find's filters) "
+        f"on the {len(common.QUERIES)} distinct queries; a hit at the 10th exact distance counts; the last "
+        f"column also counts a hit within {TIE_BAND} (cosine distance) of it. Median gap between the 10th "
+        f"and 11th exact distance: {lats[0]['gap']:.4f}. Load average: 1 / 5 / 15 min as the run's timed "
+        "requests began"
+        + (f" (after waiting up to {args.quiet_wait:.0f} s for a CPU under 20 % busy)" if args.quiet_wait else "")
+        + ".",
+        "",
+        f"| wide ef_search | request | client p50 | client p95 | server p50 | server p95 | recall@10 | "
+        f"recall@10 within {TIE_BAND} | load average |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for run in lats:
         for name, x in run["samples"].items():
             recall = f"{run['recall']:.3f} | {run['tolerant']:.3f}" if name == "find" else " | "
             load_avg = " / ".join(f"{x:.2f}" for x in run["load_avg"]) if name == "find" else ""
-            lines.append(f"| {run['ef_search']} | {name} | {common.median(x['client']):.2f} | "
-                         f"{common.pct(x['client'], 95):.2f} | {common.median(x['server']):.2f} | "
-                         f"{common.pct(x['server'], 95):.2f} | {recall} | {load_avg} |")
+            lines.append(
+                f"| {run['ef_search']} | {name} | {common.median(x['client']):.2f} | "
+                f"{common.pct(x['client'], 95):.2f} | {common.median(x['server']):.2f} | "
+                f"{common.pct(x['server'], 95):.2f} | {recall} | {load_avg} |"
+            )
     find_p50 = common.median(lat["samples"]["find"]["client"])
-    lines += ["", f"Goals at 1M, with the deployment's ef_search ({lat['ef_search']}): "
-              f"recall@10 ≥ {GOAL_RECALL} — {'met' if lat['recall'] >= GOAL_RECALL else 'NOT met'} "
-              f"({lat['recall']:.3f}); /find p50 ≤ {GOAL_FIND_P50_MS:.0f} ms — "
-              f"{'met' if find_p50 <= GOAL_FIND_P50_MS else 'NOT met'} ({find_p50:.2f} ms); at "
-              f"{size:,} nodes.", SECTION.format(size=size, edge="end")]
+    lines += [
+        "",
+        f"Goals at 1M, with the deployment's ef_search ({lat['ef_search']}): "
+        f"recall@10 ≥ {GOAL_RECALL} — {'met' if lat['recall'] >= GOAL_RECALL else 'NOT met'} "
+        f"({lat['recall']:.3f}); /find p50 ≤ {GOAL_FIND_P50_MS:.0f} ms — "
+        f"{'met' if find_p50 <= GOAL_FIND_P50_MS else 'NOT met'} ({find_p50:.2f} ms); at "
+        f"{size:,} nodes.",
+        SECTION.format(size=size, edge="end"),
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000)
-    parser.add_argument("--base", type=int, help="nodes embedded by the real model (default: every node); "
-                        "the rest get derived vectors (--derive, --noise)")
+    parser.add_argument(
+        "--base",
+        type=int,
+        help="nodes embedded by the real model (default: every node); the rest get derived vectors (--derive, --noise)",
+    )
     parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
     parser.add_argument("--noise", type=float, default=NOISE)
     parser.add_argument("--seed", type=int, default=common.SEED)
@@ -499,12 +589,14 @@ def main() -> int:
     parser.add_argument("--ef-construction", type=int, help="HNSW ef_construction (default: the migration's)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--maintenance-work-mem", default="4GB")
-    parser.add_argument("--ef-search", type=int, nargs="*", default=[],
-                        help="what-if ef_search values measured after the deployment's")
+    parser.add_argument(
+        "--ef-search", type=int, nargs="*", default=[], help="what-if ef_search values measured after the deployment's"
+    )
     parser.add_argument("--database", default="ovsite_bench_scale")
     parser.add_argument("--reuse", action="store_true", help="keep what is loaded; only measure")
-    parser.add_argument("--quiet-wait", type=float, default=0.0,
-                        help="seconds to wait at most for a quiet CPU before each latency run")
+    parser.add_argument(
+        "--quiet-wait", type=float, default=0.0, help="seconds to wait at most for a quiet CPU before each latency run"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if any(ef > 1000 for ef in args.ef_search):  # pgvector's limit: the server would answer every /find with a 500
@@ -521,8 +613,8 @@ def main() -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
+    from core import embedded_pg
+    from core.models import Account, AccountUser
 
     embedded_pg.start_configured(args.database)
     call_command("migrate", interactive=False, verbosity=0)
@@ -530,8 +622,7 @@ def main() -> int:
     AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
     conn = common.raw_connection()
     if args.base is None:  # every node real; with --reuse, every node loaded
-        args.base = (conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0] if args.reuse
-                     else args.size)
+        args.base = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0] if args.reuse else args.size
     loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     lats = [latency(args, tmp, exact, ef) for ef in dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]
@@ -539,8 +630,9 @@ def main() -> int:
     section = render(size, args, loaded, lats, settings_used(conn), command)
     print(section)
     if not args.no_write:
-        assembly_latency.write_section(section, SECTION.format(size=size, edge="begin"),
-                                       SECTION.format(size=size, edge="end"))
+        assembly_latency.write_section(
+            section, SECTION.format(size=size, edge="begin"), SECTION.format(size=size, edge="end")
+        )
     return 0
 
 

@@ -16,6 +16,7 @@ time minus the estimator-only request's on the same query (Server-Timing sums). 
 corpus's three levels are counted with each family's counter and with the estimator. Rewrites its section of
 bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -37,10 +38,13 @@ MAX_TOKENS = 1600
 
 def requests_for(query: str, families) -> dict[tuple[str, str], tuple[str, dict]]:
     search = "/api/v1/search/search"
-    out = {("context", f): (search, {"query": query, "mode": "context", "max_tokens": MAX_TOKENS, "tokenizer": f})
-           for f in families}
-    out.update({("bootstrap", f): (search, {"mode": "bootstrap", "max_tokens": MAX_TOKENS, "tokenizer": f})
-                for f in families})
+    out = {
+        ("context", f): (search, {"query": query, "mode": "context", "max_tokens": MAX_TOKENS, "tokenizer": f})
+        for f in families
+    }
+    out.update(
+        {("bootstrap", f): (search, {"mode": "bootstrap", "max_tokens": MAX_TOKENS, "tokenizer": f}) for f in families}
+    )
     return out
 
 
@@ -48,8 +52,9 @@ def measure(args, families) -> tuple[dict, str]:
     """Every request of `requests_for` per query against a fresh server: samples by (request, family)."""
     import httpx
 
-    server = corpus.Server(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-tok-")),
-                           extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"})
+    server = corpus.Server(
+        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-tok-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
+    )
     server.start()
     samples: dict = {}
     try:
@@ -129,10 +134,18 @@ def element_costs() -> dict[str, tuple[float, float]]:
     from retrieval.models import Context
     from retrieval.tokenizers import counter_for
 
-    candidates = [Candidate(uri=r["uri"], category=r["category"], context_type=r["context_type"], kind=r["kind"],
-                            score=0.5, abstract=r["abstract"], abstract_tokens=r["abstract_tokens"])
-                  for r in Context.objects.values("uri", "category", "context_type", "kind", "abstract",
-                                                  "abstract_tokens")[:5000]]
+    candidates = [
+        Candidate(
+            uri=r["uri"],
+            category=r["category"],
+            context_type=r["context_type"],
+            kind=r["kind"],
+            score=0.5,
+            abstract=r["abstract"],
+            abstract_tokens=r["abstract_tokens"],
+        )
+        for r in Context.objects.values("uri", "category", "context_type", "kind", "abstract", "abstract_tokens")[:5000]
+    ]
     out = {}
     for family in FAMILIES[1:]:
         counter = counter_for(family)
@@ -141,7 +154,7 @@ def element_costs() -> dict[str, tuple[float, float]]:
         for _ in range(2):
             started = time.perf_counter()
             for i in range(0, len(candidates), 50):
-                costs.with_exact_costs(candidates[i:i + 50], counter, "o200k")
+                costs.with_exact_costs(candidates[i : i + 50], counter, "o200k")
             timings.append((time.perf_counter() - started) * 1000 / (len(candidates) / 50))
         out[family] = (timings[0], timings[1])
     return out
@@ -154,60 +167,91 @@ def render(run: dict, rates: dict, command: str, args) -> str:
         return corpus.median([a - b for a, b in zip(s[(kind, family)]["server"], s[(kind, "estimate")]["server"])])
 
     loaded = run["loaded"]
-    lines = [SECTION_BEGIN, "## token_cost — exact token counts beside the estimator", "",
-             f"Command: `{command}`  ",
-             f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
-             f"Server: `gunicorn {run['server_command']}`, database `{assembly_latency.DB}`; corpus of "
-             f"bench/find_latency.py, {args.size:,} nodes, loaded end to end at {loaded['e2e_rate']:.0f} nodes/s "
-             f"with exact o200k counts (generation and counting {loaded['generate_s']:.1f} s of "
-             f"{loaded['e2e_s']:.1f} s); {args.queries} queries, every request below alternating per query on one "
-             "keep-alive connection; query-vector cache off. All figures from this one run.", "",
-             "Stored counts in o200k (the corpus as loaded), requests naming each family:", "",
-             "| request | family | server p50 ms | cost over estimate-only, ms (median of paired differences) | "
-             "used tokens p50 | over max_tokens | replanned | target |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        SECTION_BEGIN,
+        "## token_cost — exact token counts beside the estimator",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
+        f"Server: `gunicorn {run['server_command']}`, database `{assembly_latency.DB}`; corpus of "
+        f"bench/find_latency.py, {args.size:,} nodes, loaded end to end at {loaded['e2e_rate']:.0f} nodes/s "
+        f"with exact o200k counts (generation and counting {loaded['generate_s']:.1f} s of "
+        f"{loaded['e2e_s']:.1f} s); {args.queries} queries, every request below alternating per query on one "
+        "keep-alive connection; query-vector cache off. All figures from this one run.",
+        "",
+        "Stored counts in o200k (the corpus as loaded), requests naming each family:",
+        "",
+        "| request | family | server p50 ms | cost over estimate-only, ms (median of paired differences) | "
+        "used tokens p50 | over max_tokens | replanned | target |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for kind, target in (("context", TARGET_CONTEXT_MS), ("bootstrap", TARGET_BOOTSTRAP_MS)):
         for family in FAMILIES:
             x = s[(kind, family)]
             extra = cost(kind, family) if family != "estimate" else 0.0
             verdict = "—" if family == "estimate" else f"≤ {target} ms {'met' if extra <= target else 'NOT met'}"
             replanned = sum(1 for r in x["replans"] if r)
-            lines.append(f"| {kind} {MAX_TOKENS} | {family} | {corpus.median(x['server']):.2f} | "
-                         f"{extra:+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
-                         f"{replanned} | {verdict} |")
-    lines += ["", "Each family as the deployment's (its stored counts, every node recounted in it first; the server "
-              "started again; the family against `estimate`, alternating per query, as above):", "",
-              "| request | family | recount of every node, s | server p50 ms | cost over estimate-only, ms | "
-              "used tokens p50 | over max_tokens | replanned | target |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            lines.append(
+                f"| {kind} {MAX_TOKENS} | {family} | {corpus.median(x['server']):.2f} | "
+                f"{extra:+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
+                f"{replanned} | {verdict} |"
+            )
+    lines += [
+        "",
+        "Each family as the deployment's (its stored counts, every node recounted in it first; the server "
+        "started again; the family against `estimate`, alternating per query, as above):",
+        "",
+        "| request | family | recount of every node, s | server p50 ms | cost over estimate-only, ms | "
+        "used tokens p50 | over max_tokens | replanned | target |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for kind, target in (("context", TARGET_CONTEXT_MS), ("bootstrap", TARGET_BOOTSTRAP_MS)):
         x = s[(kind, "o200k")]
-        lines.append(f"| {kind} {MAX_TOKENS} | o200k | (loaded in it) | {corpus.median(x['server']):.2f} | "
-                     f"{cost(kind, 'o200k'):+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
-                     f"{sum(1 for r in x['replans'] if r)} | "
-                     f"≤ {target} ms {'met' if cost(kind, 'o200k') <= target else 'NOT met'} |")
+        lines.append(
+            f"| {kind} {MAX_TOKENS} | o200k | (loaded in it) | {corpus.median(x['server']):.2f} | "
+            f"{cost(kind, 'o200k'):+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
+            f"{sum(1 for r in x['replans'] if r)} | "
+            f"≤ {target} ms {'met' if cost(kind, 'o200k') <= target else 'NOT met'} |"
+        )
         for family, own in run["own"].items():
             x = own[(kind, family)]
             extra = corpus.median([a - b for a, b in zip(x["server"], own[(kind, "estimate")]["server"])])
-            lines.append(f"| {kind} {MAX_TOKENS} | {family} | {run['recounts'][family]:.1f} | "
-                         f"{corpus.median(x['server']):.2f} | {extra:+.2f} | {corpus.median(x['used']):.0f} | "
-                         f"{x['over']} of {len(x['used'])} | {sum(1 for r in x['replans'] if r)} | "
-                         f"≤ {target} ms {'met' if extra <= target else 'NOT met'} |")
-    lines += ["", "The write path's counting, in this process over the loaded corpus (abstract, overview and content "
-              "of every node; nodes per second):", "",
-              "| counter | nodes/s |", "|---|---:|"]
+            lines.append(
+                f"| {kind} {MAX_TOKENS} | {family} | {run['recounts'][family]:.1f} | "
+                f"{corpus.median(x['server']):.2f} | {extra:+.2f} | {corpus.median(x['used']):.0f} | "
+                f"{x['over']} of {len(x['used'])} | {sum(1 for r in x['replans'] if r)} | "
+                f"≤ {target} ms {'met' if extra <= target else 'NOT met'} |"
+            )
+    lines += [
+        "",
+        "The write path's counting, in this process over the loaded corpus (abstract, overview and content "
+        "of every node; nodes per second):",
+        "",
+        "| counter | nodes/s |",
+        "|---|---:|",
+    ]
     lines += [f"| {name} | {rate:,.0f} |" for name, rate in rates.items()]
-    lines += ["", "The planner's exact element costs (assembly/costs.py), ms per 50 candidates (a 1600-token pool), in "
-              "this process over 5,000 nodes: every URI new to the process, then the same URIs again. The latency "
-              "rows above cycle 52 queries, so their URIs recur, as a conversation's do:", "",
-              "| family | URIs new | URIs seen |", "|---|---:|---:|"]
+    lines += [
+        "",
+        "The planner's exact element costs (assembly/costs.py), ms per 50 candidates (a 1600-token pool), in "
+        "this process over 5,000 nodes: every URI new to the process, then the same URIs again. The latency "
+        "rows above cycle 52 queries, so their URIs recur, as a conversation's do:",
+        "",
+        "| family | URIs new | URIs seen |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {family} | {cold:.2f} | {warm:.2f} |" for family, (cold, warm) in run["elements"].items()]
-    lines += ["", "`estimate` requests are planned to the whole budget by the estimator alone and never counted "
-              "exactly; an exact family plans 3 % under it with exact element costs (and stored abstract counts in "
-              "its own family), counts the block with its tokenizer and plans again (at most twice) when the count "
-              "strays (assembly/pipeline.py, docs/tokens.md).", SECTION_END, ""]
+    lines += [
+        "",
+        "`estimate` requests are planned to the whole budget by the estimator alone and never counted "
+        "exactly; an exact family plans 3 % under it with exact element costs (and stored abstract counts in "
+        "its own family), counts the block with its tokenizer and plans again (at most twice) when the count "
+        "strays (assembly/pipeline.py, docs/tokens.md).",
+        SECTION_END,
+        "",
+    ]
     return "\n".join(lines)
 
 

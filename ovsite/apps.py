@@ -1,9 +1,10 @@
 from django.apps import AppConfig
 
 
-class OvsiteConfig(AppConfig):
-    name = "ovsite"
-    verbose_name = "Accounts and keys"
+class RootConfig(AppConfig):
+    """The composition root: settings, URLs, the ASGI/WSGI entry points, Celery, readiness and the MCP mount. It
+    imports the apps; nothing imports it (docs/architecture.md). An app only for its management commands."""
 
-    def ready(self):
-        from ovsite import checks  # noqa: F401  (registers the deployment checks)
+    name = "ovsite"
+    label = "root"
+    verbose_name = "ovsite"

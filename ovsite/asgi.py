@@ -7,6 +7,7 @@ this way, and /find 2.4-3.7 ms more than under gunicorn against 0.6-1.0 ms (pair
 ovsite is sync, so one hop into a reused thread is all a request needs; and the threads being reused, each keeps
 its database connection as a gunicorn thread does (OVSITE_DB_CONN_MAX_AGE).
 """
+
 import os
 
 from a2wsgi import WSGIMiddleware

@@ -25,7 +25,7 @@ def use_worker_statement_timeout(**_):
     """Before the pool starts (its processes inherit it): tasks may run longer statements than a web request."""
     from django.conf import settings
 
-    from ovsite.db_session import use_statement_timeout
+    from core.db_session import use_statement_timeout
 
     use_statement_timeout(settings.DB_WORKER_STATEMENT_TIMEOUT_MS)
 
@@ -50,10 +50,10 @@ def load_token_counter(**_):
 
 @signals.before_task_publish.connect
 def pass_request_id(headers: dict, **_):
-    """The id of the request that queues a task rides in the message, for the worker's log lines (ovsite/logs.py)."""
+    """The id of the request that queues a task rides in the message, for the worker's log lines (core/logs.py)."""
     from django_guid import get_guid
 
-    from ovsite.logs import REQUEST_ID_HEADER
+    from core.logs import REQUEST_ID_HEADER
 
     if request_id := get_guid():
         headers[REQUEST_ID_HEADER] = request_id

@@ -4,15 +4,16 @@ service answers. `find`, `search` and `recall` take their REST route's body as i
 REST serializer's (as drf-spectacular writes it for /api/schema/) and the serializer alone validates, so bad input
 is the REST error envelope, as a tool error. Context tools return the `rendered` text (the digest when one was
 written), `recall` with the deprecated v1 aliases it was given in `_meta`; the others compact JSON. Auth is the
-REST API keys' (`ovsite.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer` names the
+REST API keys' (`core.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer` names the
 actor peer as on REST. Each tool call counts against its key's rate limit, on the REST throttle's own counter
-(ovsite/throttling.py), and in the request metrics as route `mcp:<tool>` (ovsite/metrics.py); an assembly's recall
+(profiles/throttling.py), and in the request metrics as route `mcp:<tool>` (core/metrics.py); an assembly's recall
 event names its endpoint `mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). Each HTTP request to
 /mcp, refused or not, has a request id and is counted as route `/mcp`, as a REST request is by Django's middleware.
 
 The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
 sync views under ASGI, with the same connection housekeeping around them.
 """
+
 import json
 import math
 import time
@@ -44,12 +45,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from assembly.views import run_recall, run_search, search_view
-from ovsite.api import parse
-from ovsite.auth import Caller, authenticate_headers, require_account_caller
-from ovsite.envelope import error_envelope
-from ovsite.errors import InvalidArgument, ResourceExhausted
-from ovsite.metrics import record_request
-from ovsite.throttling import admit_key
+from core.api import parse
+from core.auth import Caller, authenticate_headers, require_account_caller
+from core.envelope import error_envelope
+from core.errors import InvalidArgument, ResourceExhausted
+from core.metrics import record_request
+from profiles.throttling import admit_key
 from retrieval import selectors
 from retrieval.search.find import find as find_hits
 from retrieval.views import FindRequest, LsParams, find_query_from, find_view
@@ -59,9 +60,11 @@ from sessions_app.views import BatchMessagesRequest, CommitRequest, SessionPath
 MCP_PATH = "/mcp"
 DEPRECATED_META = "ovsite/deprecated"  # the recall tool's `_meta` key naming the v1 aliases a call used
 READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
-INSTRUCTIONS = ("ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
-                "start, recall before a turn that may depend on the past, search or find to look something up, "
-                "read to expand a URI, ls to browse, remember to keep what was said.")
+INSTRUCTIONS = (
+    "ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
+    "start, recall before a turn that may depend on the past, search or find to look something up, "
+    "read to expand a URI, ls to browse, remember to keep what was said."
+)
 
 
 def _in_django(function, *args, **kwargs):
@@ -112,8 +115,9 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     state = _state(ctx)
     started = time.perf_counter()
     try:
-        answer = await sync_to_async(_in_django, thread_sensitive=True)(_admitted, function, key=state.ovsite_key,
-                                                                        caller=state.ovsite_caller, **kwargs)
+        answer = await sync_to_async(_in_django, thread_sensitive=True)(
+            _admitted, function, key=state.ovsite_key, caller=state.ovsite_caller, **kwargs
+        )
     except Exception as exc:
         # without the request id: the text goes to the model, and the HTTP answer's X-Request-ID names the request
         status, body = error_envelope(exc, with_request_id=False)
@@ -121,8 +125,9 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     else:
         answer = answer if isinstance(answer, Answer) else Answer(answer)
         status, result = 200, CallToolResult(content=[TextContent(type="text", text=answer.text)], meta=answer.meta)
-    record_request(route=f"mcp:{tool}", method="POST", path=MCP_PATH, status=status,
-                   elapsed_s=time.perf_counter() - started)
+    record_request(
+        route=f"mcp:{tool}", method="POST", path=MCP_PATH, status=status, elapsed_s=time.perf_counter() - started
+    )
     return result
 
 
@@ -154,21 +159,29 @@ def _read(*, caller: Caller, uris: list[str], level: str) -> str:
 
 def _ls(*, caller: Caller, body: dict) -> str:
     params = parse(LsParams, body)
-    entries, more = selectors.list_children(caller=caller, uri=params["uri"], recursive=params["recursive"],
-                                            node_limit=params.get("limit") or params["node_limit"],
-                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    entries, more = selectors.list_children(
+        caller=caller,
+        uri=params["uri"],
+        recursive=params["recursive"],
+        node_limit=params.get("limit") or params["node_limit"],
+        offset=params["offset"],
+        abs_limit=params["abs_limit"],
+    )
     return _compact({"entries": entries, "has_more": more})
 
 
-def _remember(*, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int,
-              actor_peer: str) -> str:
+def _remember(
+    *, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int, actor_peer: str
+) -> str:
     session_id = parse(SessionPath, {"session_id": session_id or uuid.uuid4().hex})["session_id"]
     parsed = parse(BatchMessagesRequest, {"messages": messages})["messages"]
     keep = parse(CommitRequest, {"keep_recent_count": keep_recent_count})["keep_recent_count"]
-    services.add_messages(caller=caller, session_id=session_id,
-                          messages=[services.message_from(**m) for m in parsed])
-    return _compact(commit.commit_session(caller=caller, session_id=session_id, keep_recent_count=keep,
-                                          event_tags=[], actor_peer=actor_peer))
+    services.add_messages(caller=caller, session_id=session_id, messages=[services.message_from(**m) for m in parsed])
+    return _compact(
+        commit.commit_session(
+            caller=caller, session_id=session_id, keep_recent_count=keep, event_tags=[], actor_peer=actor_peer
+        )
+    )
 
 
 class RequestBody(ArgModelBase):
@@ -199,18 +212,28 @@ def request_schemas() -> dict[str, dict]:
     routes = {"find": find_view, "search": search_view}
     with patched_settings({"OAS_VERSION": "3.1.0"}), GENERATOR_STATS.silence():
         schema = SchemaGenerator(patterns=[path(name, view) for name, view in routes.items()]).get_schema(
-            request=None, public=True)
+            request=None, public=True
+        )
     components = schema["components"]["schemas"]
-    bodies = {name: _inlined(schema["paths"][f"/{name}"]["post"]["requestBody"]["content"]["application/json"]
-                             ["schema"], components) for name in routes}
+    bodies = {
+        name: _inlined(
+            schema["paths"][f"/{name}"]["post"]["requestBody"]["content"]["application/json"]["schema"], components
+        )
+        for name in routes
+    }
     # the serializer's docstring is for developers; an unknown field is a 422, as on REST
-    return {name: {**{k: v for k, v in body.items() if k != "description"}, "additionalProperties": False}
-            for name, body in bodies.items()}
+    return {
+        name: {**{k: v for k, v in body.items() if k != "description"}, "additionalProperties": False}
+        for name, body in bodies.items()
+    }
 
 
 def _without(schema: dict, *fields: str) -> dict:
-    return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k not in fields},
-            "required": [k for k in schema.get("required", []) if k not in fields]}
+    return {
+        **schema,
+        "properties": {k: v for k, v in schema["properties"].items() if k not in fields},
+        "required": [k for k in schema.get("required", []) if k not in fields],
+    }
 
 
 def _body_tool(function, *, name: str, description: str, schema: dict) -> Tool:
@@ -229,45 +252,89 @@ def _body_tools(schemas: dict[str, dict]) -> list[Tool]:
         return await _call(ctx, "recall", _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     return [
-        _body_tool(find, name="find", schema=schemas["find"], description=(
-            "Ranked hits for a query (the /api/v1/search/find primitive; its request body), as compact JSON.")),
-        _body_tool(search, name="search", schema=schemas["search"], description=(
-            '/api/v1/search/search with its request body: mode "list" gives ranked hits as compact JSON, mode '
-            '"context" the assembled, token-budgeted block as text (the digest when a rewrite wrote one).')),
-        _body_tool(recall, name="recall", schema=_without(schemas["search"], "mode"), description=(
-            "The recall preset (/api/v1/search/recall; its request body): context for this turn, as text. Pass "
-            "session_id so what was served in the last turns is not served again.")),
+        _body_tool(
+            find,
+            name="find",
+            schema=schemas["find"],
+            description=(
+                "Ranked hits for a query (the /api/v1/search/find primitive; its request body), as compact JSON."
+            ),
+        ),
+        _body_tool(
+            search,
+            name="search",
+            schema=schemas["search"],
+            description=(
+                '/api/v1/search/search with its request body: mode "list" gives ranked hits as compact JSON, mode '
+                '"context" the assembled, token-budgeted block as text (the digest when a rewrite wrote one).'
+            ),
+        ),
+        _body_tool(
+            recall,
+            name="recall",
+            schema=_without(schemas["search"], "mode"),
+            description=(
+                "The recall preset (/api/v1/search/recall; its request body): context for this turn, as text. Pass "
+                "session_id so what was served in the last turns is not served again."
+            ),
+        ),
     ]
 
 
 def build_server() -> MCPServer:
     server = MCPServer("ovsite", instructions=INSTRUCTIONS, tools=_body_tools(request_schemas()))
 
-    @server.tool(description='The session-start context (/search mode="bootstrap"): instructions, the user\'s '
-                             "profile, the session's archive, recent events and a listing, as text.")
-    async def bootstrap(ctx: Context, session_id: str | None = None, max_tokens: int | None = None,
-                        exclude_uris: list[str] | None = None, tokenizer: str | None = None) -> CallToolResult:
-        body = _body(mode="bootstrap", session_id=session_id, max_tokens=max_tokens, exclude_uris=exclude_uris,
-                     tokenizer=tokenizer)
+    @server.tool(
+        description='The session-start context (/search mode="bootstrap"): instructions, the user\'s '
+        "profile, the session's archive, recent events and a listing, as text."
+    )
+    async def bootstrap(
+        ctx: Context,
+        session_id: str | None = None,
+        max_tokens: int | None = None,
+        exclude_uris: list[str] | None = None,
+        tokenizer: str | None = None,
+    ) -> CallToolResult:
+        body = _body(
+            mode="bootstrap",
+            session_id=session_id,
+            max_tokens=max_tokens,
+            exclude_uris=exclude_uris,
+            tokenizer=tokenizer,
+        )
         return await _call(ctx, "bootstrap", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
-    @server.tool(description="The content of viking:// URIs at one level (abstract, overview or full), as "
-                             "compact JSON [{uri, level, content}].")
-    async def read(ctx: Context, uris: list[str],
-                   level: Literal["abstract", "overview", "full"] = "full") -> CallToolResult:
+    @server.tool(
+        description="The content of viking:// URIs at one level (abstract, overview or full), as "
+        "compact JSON [{uri, level, content}]."
+    )
+    async def read(
+        ctx: Context, uris: list[str], level: Literal["abstract", "overview", "full"] = "full"
+    ) -> CallToolResult:
         return await _call(ctx, "read", _read, uris=uris, level=level)
 
     @server.tool(description="The children of a viking:// directory (/api/v1/fs/ls), as compact JSON.")
-    async def ls(ctx: Context, uri: str = "viking://", recursive: bool = False,
-                 node_limit: int | None = None) -> CallToolResult:
+    async def ls(
+        ctx: Context, uri: str = "viking://", recursive: bool = False, node_limit: int | None = None
+    ) -> CallToolResult:
         return await _call(ctx, "ls", _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
 
-    @server.tool(description="Adds messages [{role, content}] to a session (a new one without session_id) and "
-                             "commits it: the messages are archived and, with an LLM, memories are extracted.")
-    async def remember(ctx: Context, messages: list[dict[str, Any]], session_id: str | None = None,
-                       keep_recent_count: int = 0) -> CallToolResult:
-        return await _call(ctx, "remember", _remember, session_id=session_id, messages=messages,
-                           keep_recent_count=keep_recent_count, actor_peer=_state(ctx).ovsite_actor_peer)
+    @server.tool(
+        description="Adds messages [{role, content}] to a session (a new one without session_id) and "
+        "commits it: the messages are archived and, with an LLM, memories are extracted."
+    )
+    async def remember(
+        ctx: Context, messages: list[dict[str, Any]], session_id: str | None = None, keep_recent_count: int = 0
+    ) -> CallToolResult:
+        return await _call(
+            ctx,
+            "remember",
+            _remember,
+            session_id=session_id,
+            messages=messages,
+            keep_recent_count=keep_recent_count,
+            actor_peer=_state(ctx).ovsite_actor_peer,
+        )
 
     return server
 
@@ -292,11 +359,19 @@ class ApiKeyMiddleware:
             caller, key = await sync_to_async(_in_django, thread_sensitive=True)(_authenticate, headers, client[0])
         except Exception as exc:
             status, body = error_envelope(exc)
-            await JSONResponse(body, status_code=status,
-                               headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)(scope, receive, send)
+            await JSONResponse(
+                body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None
+            )(scope, receive, send)
             return
-        scope = {**scope, "state": {**scope.get("state", {}), "ovsite_caller": caller, "ovsite_key": key,
-                                    "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", "")}}
+        scope = {
+            **scope,
+            "state": {
+                **scope.get("state", {}),
+                "ovsite_caller": caller,
+                "ovsite_key": key,
+                "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", ""),
+            },
+        }
         await self.app(scope, receive, send)
 
 
@@ -321,8 +396,13 @@ class RequestIdAndMetricsMiddleware:
             nonlocal recorded
             if not recorded:
                 recorded = True
-                record_request(route=MCP_PATH, method=scope["method"], path=MCP_PATH, status=status,
-                               elapsed_s=time.perf_counter() - started)
+                record_request(
+                    route=MCP_PATH,
+                    method=scope["method"],
+                    path=MCP_PATH,
+                    status=status,
+                    elapsed_s=time.perf_counter() - started,
+                )
 
         async def send_with_id(message):
             nonlocal status
@@ -351,16 +431,19 @@ def _transport_security() -> TransportSecuritySettings:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     return TransportSecuritySettings(
         allowed_hosts=[pattern for host in hosts for pattern in (host, f"{host}:*")],
-        allowed_origins=[f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https")
-                         for port in ("", ":*")])
+        allowed_origins=[
+            f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https") for port in ("", ":*")
+        ],
+    )
 
 
 def build_application(django_app) -> Starlette:
     """The ASGI app: /mcp to the MCP server (stateless streamable HTTP with JSON answers, so any worker can take
     any request), everything else to Django. A new MCP server each call: its session manager runs once."""
     server = build_server()
-    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-                                         transport_security=_transport_security())
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=_transport_security()
+    )
 
     @asynccontextmanager
     async def lifespan(_app):

@@ -6,6 +6,7 @@ A server loads the embedder before it accepts a connection (the model's 1.5 s wo
 search), and refuses to start when the embedder's vectors and the stored ones disagree in dimension: no retry mends
 that, only `manage.py reembed` or another embedder does (DESIGN.md §2).
 """
+
 import asyncio
 import logging
 from dataclasses import dataclass, replace
@@ -52,8 +53,9 @@ def _migrations() -> Check:
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if plan:
         names = [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
-        return Check("migrations", FAILED, f"{len(names)} not applied ({', '.join(names)}): run "
-                                           "`python manage.py migrate`")
+        return Check(
+            "migrations", FAILED, f"{len(names)} not applied ({', '.join(names)}): run `python manage.py migrate`"
+        )
     return Check("migrations", OK, "all applied")
 
 
@@ -75,16 +77,22 @@ def dimension_problem(*, model: str, made: int | None, declared: int, stored: in
     if made is None:
         if declared == stored:
             return ""
-        return (f"EMBEDDING_DIM is {declared} but the stored vectors have {stored} dimensions: set EMBEDDING_DIM="
-                f"{stored}, or re-embed the store with an embedder of {declared} dimensions by {REEMBED}")
+        return (
+            f"EMBEDDING_DIM is {declared} but the stored vectors have {stored} dimensions: set EMBEDDING_DIM="
+            f"{stored}, or re-embed the store with an embedder of {declared} dimensions by {REEMBED}"
+        )
     if made != stored:
         setting = "" if declared == made else f" (after setting EMBEDDING_DIM={made})"
-        return (f"the embedder ({model}) makes {made}-dimensional vectors but the stored vectors have {stored} "
-                f"dimensions: run {REEMBED}{setting} to re-embed the store with it, or configure an embedder of "
-                f"{stored} dimensions")
+        return (
+            f"the embedder ({model}) makes {made}-dimensional vectors but the stored vectors have {stored} "
+            f"dimensions: run {REEMBED}{setting} to re-embed the store with it, or configure an embedder of "
+            f"{stored} dimensions"
+        )
     if declared != made:
-        return (f"EMBEDDING_DIM is {declared} but the embedder ({model}) makes {made}-dimensional vectors, as "
-                f"stored: set EMBEDDING_DIM={made}")
+        return (
+            f"EMBEDDING_DIM is {declared} but the embedder ({model}) makes {made}-dimensional vectors, as "
+            f"stored: set EMBEDDING_DIM={made}"
+        )
     return ""
 
 
@@ -99,15 +107,23 @@ def _stored_vectors(embedder, made: int | None) -> Check:
     if made is None:
         return Check("stored_vectors", SKIPPED, f"vector({stored}); the embedder is not loaded")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT embedding_model FROM (SELECT embedding_model FROM retrieval_context "
-                       "WHERE embedding IS NOT NULL LIMIT %s) sample", [MODEL_SAMPLE_ROWS])
+        cursor.execute(
+            "SELECT DISTINCT embedding_model FROM (SELECT embedding_model FROM retrieval_context "
+            "WHERE embedding IS NOT NULL LIMIT %s) sample",
+            [MODEL_SAMPLE_ROWS],
+        )
         models = sorted(row[0] for row in cursor.fetchall())
     others = [name for name in models if name != embedder.model]
     if others:
-        return Check("stored_vectors", FAILED, f"stored vectors were made by {', '.join(others)}, not by the "
-                                               f"configured embedder ({embedder.model}): run {REEMBED}")
-    return Check("stored_vectors", OK, f"vector({stored})" + (f", made by {embedder.model}" if models
-                                                               else ", none stored yet"))
+        return Check(
+            "stored_vectors",
+            FAILED,
+            f"stored vectors were made by {', '.join(others)}, not by the "
+            f"configured embedder ({embedder.model}): run {REEMBED}",
+        )
+    return Check(
+        "stored_vectors", OK, f"vector({stored})" + (f", made by {embedder.model}" if models else ", none stored yet")
+    )
 
 
 def _broker_and_workers() -> list[Check]:
@@ -120,16 +136,24 @@ def _broker_and_workers() -> list[Check]:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=0)
     except Exception as exc:  # kombu raises its transport's own errors
-        return [Check("broker", FAILED, "unreachable", str(exc)),
-                Check("workers", SKIPPED, "the broker is unreachable")]
+        return [
+            Check("broker", FAILED, "unreachable", str(exc)),
+            Check("workers", SKIPPED, "the broker is unreachable"),
+        ]
     broker = Check("broker", OK, f"{conn.transport_cls} reachable")
     try:  # the first answer is enough; with none, this waits the whole timeout
         answers = app.control.ping(timeout=WORKER_PING_TIMEOUT_S, limit=1)
     except Exception as exc:  # the broker went away meanwhile
         return [broker, Check("workers", FAILED, "the broker failed during the ping", str(exc))]
     if not answers:
-        return [broker, Check("workers", FAILED, f"no Celery worker answered within {WORKER_PING_TIMEOUT_S:g} s: "
-                                                 "writes would wait in the queue")]
+        return [
+            broker,
+            Check(
+                "workers",
+                FAILED,
+                f"no Celery worker answered within {WORKER_PING_TIMEOUT_S:g} s: writes would wait in the queue",
+            ),
+        ]
     return [broker, Check("workers", OK, f"{next(iter(answers[0]))} answered")]
 
 
@@ -146,12 +170,18 @@ def _database_checks(embedder, made: int | None) -> tuple[Check, Check, Check]:
     """database, migrations, stored_vectors. A connection lost during any of them is the database's failure (so a
     probe during an outage always names the database), and the other two are skipped."""
     try:
-        return (_database(), _in_database("migrations", _migrations),
-                _in_database("stored_vectors", _stored_vectors, embedder, made))
+        return (
+            _database(),
+            _in_database("migrations", _migrations),
+            _in_database("stored_vectors", _stored_vectors, embedder, made),
+        )
     except (OperationalError, InterfaceError) as exc:
         skipped = Check("", SKIPPED, "the database is unavailable")
-        return (Check("database", FAILED, "cannot connect or query", str(exc).strip()),
-                replace(skipped, name="migrations"), replace(skipped, name="stored_vectors"))
+        return (
+            Check("database", FAILED, "cannot connect or query", str(exc).strip()),
+            replace(skipped, name="migrations"),
+            replace(skipped, name="stored_vectors"),
+        )
 
 
 def run_checks(*, embedder_timeout_s: float = PROBE_TIMEOUT_S) -> list[Check]:
@@ -168,18 +198,22 @@ def failed(checks: list[Check]) -> list[Check]:
 
 def configuration_warnings() -> list[str]:
     """What `manage.py doctor` warns of beside the checks: the deployment checks of `check --deploy` (the root key,
-    the secret key, DEBUG, HTTPS; ovsite/checks.py) and the optional parts left off."""
+    the secret key, DEBUG, HTTPS; core/checks.py) and the optional parts left off."""
     from django.core.checks import Tags
     from django.core.checks import run_checks as run_system_checks
     from django.core.checks.messages import WARNING
 
-    warnings = [f"{message.id}: {message.msg}" + (f" Hint: {message.hint}" if message.hint else "")
-                for message in run_system_checks(tags=[Tags.security], include_deployment_checks=True)
-                if message.level >= WARNING and not message.is_silenced()]
+    warnings = [
+        f"{message.id}: {message.msg}" + (f" Hint: {message.hint}" if message.hint else "")
+        for message in run_system_checks(tags=[Tags.security], include_deployment_checks=True)
+        if message.level >= WARNING and not message.is_silenced()
+    ]
     missing = [name for name in ("LLM_URL", "LLM_MODEL") if not getattr(settings, name)]
     if missing:
-        warnings.append(f"LLM not configured ({' and '.join(missing)} unset): every LLM step is off — abstracts are "
-                        "the text's head, no query expansion, no rewrite, no memories extracted at commit.")
+        warnings.append(
+            f"LLM not configured ({' and '.join(missing)} unset): every LLM step is off — abstracts are "
+            "the text's head, no query expansion, no rewrite, no memories extracted at commit."
+        )
     elif not settings.QUERY_PLANNER_MODEL:
         warnings.append('QUERY_PLANNER_MODEL is unset: rewrite="auto" does not run (query expansion uses LLM_MODEL).')
     return warnings
@@ -237,8 +271,9 @@ class PreparedBeforeServing:
             return await self.app(scope, receive, send)
         startup = await receive()
         try:
-            await asyncio.get_running_loop().run_in_executor(self.executor,
-                                                             partial(prepare_server, keep_connection=True))
+            await asyncio.get_running_loop().run_in_executor(
+                self.executor, partial(prepare_server, keep_connection=True)
+            )
         except ImproperlyConfigured as exc:
             await send({"type": "lifespan.startup.failed", "message": str(exc)})
             return None

@@ -1,4 +1,5 @@
 """ovsite settings: every knob comes from the environment (django-environ); README.md lists them all."""
+
 import re
 import warnings
 from pathlib import Path
@@ -11,7 +12,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 DEBUG = env.bool("OVSITE_DEBUG", default=False)
-DEV_SECRET_KEY = "ovsite-dev-only-secret-key-change-me-in-production"  # `check --deploy` rejects it (ovsite/checks.py)
+DEV_SECRET_KEY = "ovsite-dev-only-secret-key-change-me-in-production"  # `check --deploy` rejects it (core/checks.py)
 SECRET_KEY = env.str("OVSITE_SECRET_KEY", default=DEV_SECRET_KEY)
 ALLOWED_HOSTS = env.list("OVSITE_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
@@ -45,18 +46,19 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_guid",
-    "ovsite",
+    "core",
     "profiles",
     "retrieval",
     "sessions_app",
     "assembly",
+    "ovsite",
 ]
 
 MIDDLEWARE = [
     # First: the request id and the timing cover everything below, the redirects and the errors included.
     "django_guid.middleware.guid_middleware",
-    "ovsite.metrics.RequestMetricsMiddleware",
-    "ovsite.envelope.DatabaseErrorMiddleware",
+    "core.metrics.RequestMetricsMiddleware",
+    "core.envelope.DatabaseErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -115,10 +117,11 @@ EMBEDDED_PG_DATA = env.path("OVSITE_PG_DATA", default=BASE_DIR / "var" / "pg")
 # PostgreSQL size ("4GB"); README "HNSW: recall against speed" says what a store of N nodes wants.
 EMBEDDED_PG_SHARED_BUFFERS = env.str("OVSITE_PG_SHARED_BUFFERS", default="auto")
 if not re.fullmatch(r"auto|\d+(kB|MB|GB|TB)?", EMBEDDED_PG_SHARED_BUFFERS):  # else the server would not start
-    raise ImproperlyConfigured(f"OVSITE_PG_SHARED_BUFFERS must be auto or a size such as 4GB, not "
-                               f"{EMBEDDED_PG_SHARED_BUFFERS!r}")
+    raise ImproperlyConfigured(
+        f"OVSITE_PG_SHARED_BUFFERS must be auto or a size such as 4GB, not {EMBEDDED_PG_SHARED_BUFFERS!r}"
+    )
 if EMBEDDED_PG_ENABLED:
-    from ovsite.embedded_pg import POSTGRES_USER, socket_dir_for
+    from core.embedded_pg import POSTGRES_USER, socket_dir_for
 
     DATABASES = {
         "default": {
@@ -133,7 +136,7 @@ else:
 # Fail fast on a stuck database (README "Operating ovsite"): a statement that runs or waits on a lock longer than
 # this is cancelled by PostgreSQL and the request answered 503 UNAVAILABLE (0: no limit). Celery workers (longer
 # statements, nobody waiting on them; below the broker's visibility timeout) and management commands (migrations
-# build indexes) apply their own when they start (ovsite/db_session.py).
+# build indexes) apply their own when they start (core/db_session.py).
 DB_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_STATEMENT_TIMEOUT_MS", default=30000)
 DB_WORKER_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_WORKER_STATEMENT_TIMEOUT_MS", default=600000)
 DB_COMMAND_STATEMENT_TIMEOUT_MS = env.int("OVSITE_DB_COMMAND_STATEMENT_TIMEOUT_MS", default=0)
@@ -146,14 +149,17 @@ ASGI_THREADS = env.int("OVSITE_ASGI_THREADS", default=8)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
-    f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}")
+    f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}"
+)
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("OVSITE_DB_CONNECT_TIMEOUT", default=5)
 # TCP keepalives (libpq; unused on a unix socket): a connection to a database host that died or went behind a
 # partition is noticed after idle + interval x count seconds, instead of the system's default of about two hours.
 DATABASES["default"]["OPTIONS"].update(
-    keepalives=1, keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
+    keepalives=1,
+    keepalives_idle=env.int("OVSITE_DB_KEEPALIVES_IDLE_S", default=30),
     keepalives_interval=env.int("OVSITE_DB_KEEPALIVES_INTERVAL_S", default=10),
-    keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3))
+    keepalives_count=env.int("OVSITE_DB_KEEPALIVES_COUNT", default=3),
+)
 if DB_POOL:
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": env.int("OVSITE_DB_POOL_MIN_SIZE", default=2),
@@ -216,11 +222,12 @@ CELERY_BEAT_SCHEDULE = {
     "roll-up-recall-events": {"task": "profiles.tasks.roll_up_old_recall_events", "schedule": 3600.0},
 }
 # Where beat keeps when each job last ran.
-CELERY_BEAT_SCHEDULE_FILENAME = str(env.path("OVSITE_BEAT_SCHEDULE_FILE",
-                                              default=BASE_DIR / "var" / "celerybeat-schedule"))
+CELERY_BEAT_SCHEDULE_FILENAME = str(
+    env.path("OVSITE_BEAT_SCHEDULE_FILE", default=BASE_DIR / "var" / "celerybeat-schedule")
+)
 CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged once it has run, not when it is received: a worker killed mid-task leaves it in the broker
-# for another worker (tests/test_serve_layout.py). A pool process that dies alone gives its task back at once.
+# for another worker (tests/ovsite/test_serve_layout.py). A pool process that dies alone gives its task back at once.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -239,23 +246,23 @@ OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 # can be served whole at the resources' abstract cap (RFC §3.4); larger caps embed less text and reach less of it.
 OVSITE_SECTION_MAX_CHARS = env.int("OVSITE_SECTION_MAX_CHARS", default=450)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
-# The largest request body (JSON; for multipart, the fields besides files): 413 above it (ovsite/parsers.py).
+# The largest request body (JSON; for multipart, the fields besides files): 413 above it (core/parsers.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
-# The rate-limit counters (ovsite/throttling.py) must be shared by every worker and web node: by default a table in
+# The rate-limit counters (profiles/throttling.py) must be shared by every worker and web node: by default a table in
 # the database they already share (created by a migration); `OVSITE_CACHE_URL` may point at Redis instead.
 CACHES = {"default": env.cache_url("OVSITE_CACHE_URL", default="dbcache://ovsite_cache")}
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["ovsite.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["ovsite.auth.IsAccountCaller"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["core.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.auth.IsAccountCaller"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Request bodies are JSON; the one upload route (resources/temp_upload) declares its multipart parser.
-    "DEFAULT_PARSER_CLASSES": ["ovsite.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "ovsite.envelope.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["ovsite.throttling.ApiKeyRateThrottle"],
-    "DEFAULT_SCHEMA_CLASS": "ovsite.openapi.OvsiteAutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "core.envelope.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["profiles.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "core.openapi.OvsiteAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 # drf-spectacular runs its schema generation as a deploy check; its notes on the function views (no serializer
@@ -272,8 +279,7 @@ SPECTACULAR_SETTINGS = {
 
 # Request ids (django-guid): an incoming X-Request-ID that is a UUID is kept, otherwise one is made; it is returned
 # in the response's X-Request-ID and is the `request_id` of every log line written while the request runs.
-DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True,
-               "EXPOSE_HEADER": True}
+DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True, "EXPOSE_HEADER": True}
 
 # One JSON object per log line (python-json-logger) on stderr, in web processes and Celery workers alike (ovsite/
 # celery.py), lines logged inside a task with its task_id and task_name; OVSITE_LOG_FORMAT=text for a terminal.
@@ -281,16 +287,25 @@ OVSITE_LOG_FORMAT = env.str("OVSITE_LOG_FORMAT", default="json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"},
-                # after request_id: in a worker it fills the id of the request that queued the task
-                "celery_task": {"()": "ovsite.logs.CeleryTaskFields"}},
+    "filters": {
+        "request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"},
+        # after request_id: in a worker it fills the id of the request that queued the task
+        "celery_task": {"()": "core.logs.CeleryTaskFields"},
+    },
     "formatters": {
-        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
-                 "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
-                 "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id", "celery_task"],
-                             "formatter": OVSITE_LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id", "celery_task"],
+            "formatter": OVSITE_LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("OVSITE_LOG_LEVEL", default="WARNING")},
 }

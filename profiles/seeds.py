@@ -2,10 +2,14 @@
 
 # The RFC's initial ratios; unevaluated, which is why they are operator-editable.
 BUILTIN_PROFILES = {
-    "chat": {"quotas": {"events": 10, "entities": 8, "preferences": 4, "experiences": 1, "resources": 1,
-                        "skills": 2}, "events_budget_ratio": 0.75},
-    "coding": {"quotas": {"events": 4, "entities": 6, "preferences": 2, "experiences": 4, "resources": 8,
-                          "skills": 6}, "events_budget_ratio": 0.40},
+    "chat": {
+        "quotas": {"events": 10, "entities": 8, "preferences": 4, "experiences": 1, "resources": 1, "skills": 2},
+        "events_budget_ratio": 0.75,
+    },
+    "coding": {
+        "quotas": {"events": 4, "entities": 6, "preferences": 2, "experiences": 4, "resources": 8, "skills": 6},
+        "events_budget_ratio": 0.40,
+    },
 }
 
 

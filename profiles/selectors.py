@@ -19,8 +19,9 @@ class _RowReader:
         columns = ", ".join(f'"{field.column}"' for field in self.fields)
         self.sql = f"SELECT {columns} FROM {model._meta.db_table} WHERE {where}"
         # JSON columns arrive as text (Django's psycopg loaders): each field's own conversion, as the ORM applies.
-        self.converters = [(index, field.from_db_value) for index, field in enumerate(self.fields)
-                           if hasattr(field, "from_db_value")]
+        self.converters = [
+            (index, field.from_db_value) for index, field in enumerate(self.fields) if hasattr(field, "from_db_value")
+        ]
 
     def one(self, params=()):
         with connection.cursor() as cursor:
@@ -55,6 +56,7 @@ def enabled_purposes() -> list[str]:
 
 # --- The dashboards' reads: a date range of recall traffic and of LLM cost, summed in SQL, shaped in Python.
 
+
 class Percentile(Aggregate):
     """PostgreSQL's ordered-set aggregate percentile_cont(f) WITHIN GROUP (ORDER BY x)."""
 
@@ -66,25 +68,44 @@ class Percentile(Aggregate):
         super().__init__(expression, fraction=float(fraction), **extra)
 
 
-EVENT_SUMS = ("used_tokens", "max_tokens", "returned", "dropped", "cooled", "tier_full", "tier_overview",
-              "tier_abstract", "tier_uri")
+EVENT_SUMS = (
+    "used_tokens",
+    "max_tokens",
+    "returned",
+    "dropped",
+    "cooled",
+    "tier_full",
+    "tier_overview",
+    "tier_abstract",
+    "tier_uri",
+)
 DAILY_SUMS = ("used_tokens", "max_tokens", "returned", "dropped", "cooled")  # what RecallDaily keeps
-OUTCOMES = {"expansion_used": Q(query_expansion="used"), "expansion_failed": Q(query_expansion="failed"),
-            "rewrite_ok": Q(rewrite="ok"), "rewrite_failed": Q(rewrite="failed"),
-            "rewrite_timeout": Q(rewrite="timeout"), "rewrite_empty": Q(rewrite="empty")}
+OUTCOMES = {
+    "expansion_used": Q(query_expansion="used"),
+    "expansion_failed": Q(query_expansion="failed"),
+    "rewrite_ok": Q(rewrite="ok"),
+    "rewrite_failed": Q(rewrite="failed"),
+    "rewrite_timeout": Q(rewrite="timeout"),
+    "rewrite_empty": Q(rewrite="empty"),
+}
 TRAFFIC_COLUMNS = ("requests", *EVENT_SUMS, *OUTCOMES, "latency_ms_sum", "latency_p50", "latency_p95")
 
 
 def _bounds(since: dt.date, until: dt.date) -> tuple[dt.datetime, dt.datetime]:
     """The UTC instants of [since 00:00, until+1 00:00): a range on the indexed column, not a cast of it."""
-    start = dt.datetime.combine(since, dt.time(), tzinfo=dt.timezone.utc)
-    return start, dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    start = dt.datetime.combine(since, dt.time(), tzinfo=dt.UTC)
+    return start, dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
 
 
 def _event_metrics() -> dict:
-    return {"requests": Count("id"), "latency_ms_sum": Sum("latency_ms"), **{n: Sum(n) for n in EVENT_SUMS},
-            **{n: Count("id", filter=q) for n, q in OUTCOMES.items()},
-            "latency_p50": Percentile("latency_ms", 0.5), "latency_p95": Percentile("latency_ms", 0.95)}
+    return {
+        "requests": Count("id"),
+        "latency_ms_sum": Sum("latency_ms"),
+        **{n: Sum(n) for n in EVENT_SUMS},
+        **{n: Count("id", filter=q) for n, q in OUTCOMES.items()},
+        "latency_p50": Percentile("latency_ms", 0.5),
+        "latency_p95": Percentile("latency_ms", 0.95),
+    }
 
 
 def _traffic_row(**keys) -> dict:
@@ -106,7 +127,7 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
     start, end = _bounds(since, until)
     events = RecallEvent.objects.filter(created_at__gte=start, created_at__lt=end)
     rolled = RecallDaily.objects.filter(day__gte=since, day__lte=until)
-    day = TruncDate("created_at", tzinfo=dt.timezone.utc)
+    day = TruncDate("created_at", tzinfo=dt.UTC)
 
     groups: dict[tuple, dict] = {}
     for row in events.annotate(day=day).values("day", "endpoint", "purpose").annotate(**_event_metrics()).order_by():
@@ -114,21 +135,28 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
     days: dict[dt.date, dict] = {}
     for row in events.annotate(day=day).values("day").annotate(**_event_metrics()).order_by():
         days[row["day"]] = {**_traffic_row(), **row}
-    endpoints = {row["endpoint"]: {**_traffic_row(), **row}
-                 for row in events.values("endpoint").annotate(**_event_metrics()).order_by()}
+    endpoints = {
+        row["endpoint"]: {**_traffic_row(), **row}
+        for row in events.values("endpoint").annotate(**_event_metrics()).order_by()
+    }
     total = {**_traffic_row(), **{k: v for k, v in events.aggregate(**_event_metrics()).items() if v is not None}}
     for daily in rolled.values("day", "endpoint", "purpose", "requests", "latency_ms_sum", *DAILY_SUMS):
         key = (daily["day"], daily["endpoint"], daily["purpose"])
-        targets = (groups.setdefault(key, _traffic_row(day=key[0], endpoint=key[1], purpose=key[2])),
-                   days.setdefault(daily["day"], _traffic_row(day=daily["day"])),
-                   endpoints.setdefault(key[1], _traffic_row(endpoint=key[1])), total)
+        targets = (
+            groups.setdefault(key, _traffic_row(day=key[0], endpoint=key[1], purpose=key[2])),
+            days.setdefault(daily["day"], _traffic_row(day=daily["day"])),
+            endpoints.setdefault(key[1], _traffic_row(endpoint=key[1])),
+            total,
+        )
         for target in targets:
             for column in ("requests", "latency_ms_sum", *DAILY_SUMS):
                 target[column] += daily[column]
-    return {"groups": [_with_means(groups[key]) for key in sorted(groups)],
-            "days": [_with_means(days[key]) for key in sorted(days)],
-            "endpoints": [_with_means(endpoints[key]) for key in sorted(endpoints)],
-            "total": _with_means(total)}
+    return {
+        "groups": [_with_means(groups[key]) for key in sorted(groups)],
+        "days": [_with_means(days[key]) for key in sorted(days)],
+        "endpoints": [_with_means(endpoints[key]) for key in sorted(endpoints)],
+        "total": _with_means(total),
+    }
 
 
 def llm_cost(*, since: dt.date, until: dt.date) -> dict:
@@ -136,25 +164,43 @@ def llm_cost(*, since: dt.date, until: dt.date) -> dict:
     from the ModelPrice table where a model has a price (per currency: prices need not share one)."""
     start, end = _bounds(since, until)
     prices = {p.model: p for p in ModelPrice.objects.all()}
-    rows = (LLMUsage.objects.filter(created_at__gte=start, created_at__lt=end)
-            .annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
-            .values("day", "kind", "model", "account__name")
-            .annotate(calls=Count("id"), prompt_tokens=Sum("prompt_tokens"),
-                      completion_tokens=Sum("completion_tokens"))
-            .order_by("day", "kind", "model", "account__name"))
+    rows = (
+        LLMUsage.objects.filter(created_at__gte=start, created_at__lt=end)
+        .annotate(day=TruncDate("created_at", tzinfo=dt.UTC))
+        .values("day", "kind", "model", "account__name")
+        .annotate(calls=Count("id"), prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"))
+        .order_by("day", "kind", "model", "account__name")
+    )
     out = {"rows": [], "by_day": {}, "by_kind": {}, "by_model": {}, "by_account": {}, "total": _cost_row()}
     for row in rows:
         price = prices.get(row["model"])
-        cost = (None if price is None else
-                (row["prompt_tokens"] * price.prompt_per_million
-                 + row["completion_tokens"] * price.completion_per_million) / Decimal(1_000_000))
-        line = {"day": row["day"], "kind": row["kind"], "model": row["model"],
-                "account": row["account__name"] or "", "calls": row["calls"],
-                "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
-                "cost": cost, "currency": price.currency if price else ""}
+        cost = (
+            None
+            if price is None
+            else (
+                row["prompt_tokens"] * price.prompt_per_million
+                + row["completion_tokens"] * price.completion_per_million
+            )
+            / Decimal(1_000_000)
+        )
+        line = {
+            "day": row["day"],
+            "kind": row["kind"],
+            "model": row["model"],
+            "account": row["account__name"] or "",
+            "calls": row["calls"],
+            "prompt_tokens": row["prompt_tokens"],
+            "completion_tokens": row["completion_tokens"],
+            "cost": cost,
+            "currency": price.currency if price else "",
+        }
         out["rows"].append(line)
-        for table, key in (("by_day", line["day"]), ("by_kind", line["kind"]), ("by_model", line["model"]),
-                           ("by_account", line["account"])):
+        for table, key in (
+            ("by_day", line["day"]),
+            ("by_kind", line["kind"]),
+            ("by_model", line["model"]),
+            ("by_account", line["account"]),
+        ):
             _add_cost(out[table].setdefault(key, _cost_row()), line)
         _add_cost(out["total"], line)
     return out

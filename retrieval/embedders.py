@@ -1,4 +1,5 @@
 """Embedders: the packaged multilingual USE model by default, or any OpenAI-compatible `/v1/embeddings`."""
+
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -6,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
-from ovsite.errors import Unavailable
+from core.errors import Unavailable
 from retrieval.retries import call_with_retries
 
 
@@ -67,16 +68,15 @@ class OpenAIEmbedder:
         import openai
 
         def attempt(time_left_s: float):
-            return self._client.with_options(timeout=time_left_s).embeddings.create(model=self.model,
-                                                                                   input=list(texts))
+            return self._client.with_options(timeout=time_left_s).embeddings.create(model=self.model, input=list(texts))
 
         try:
-            response = call_with_retries(attempt, timeout_s=timeout_s, max_retries=self._max_retries,
-                                         what="embedding request")
+            response = call_with_retries(
+                attempt, timeout_s=timeout_s, max_retries=self._max_retries, what="embedding request"
+            )
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}: {exc}") from exc
-        return np.asarray([item.embedding for item in sorted(response.data, key=lambda d: d.index)],
-                          dtype=np.float32)
+        return np.asarray([item.embedding for item in sorted(response.data, key=lambda d: d.index)], dtype=np.float32)
 
     def loaded_dimension(self, timeout_s: float) -> int:
         """The dimension of the endpoint's vectors, which EMBEDDING_DIM only declares: measured by one request
@@ -93,8 +93,10 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._vectors(texts, self._timeout_s)
         if vectors.shape != (len(texts), self.dim):
-            raise EmbeddingError(f"embedding endpoint returned shape {vectors.shape}, expected "
-                                 f"({len(texts)}, {self.dim}); check EMBEDDING_DIM")
+            raise EmbeddingError(
+                f"embedding endpoint returned shape {vectors.shape}, expected "
+                f"({len(texts)}, {self.dim}); check EMBEDDING_DIM"
+            )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
@@ -127,12 +129,20 @@ class QueryVectorCache:
 
 def _build_embedder():
     if settings.EMBEDDING_URL:
-        return OpenAIEmbedder(settings.EMBEDDING_URL, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIM,
-                              settings.EMBEDDING_API_KEY, settings.EMBEDDING_TIMEOUT_S, settings.EMBEDDING_MAX_RETRIES)
+        return OpenAIEmbedder(
+            settings.EMBEDDING_URL,
+            settings.EMBEDDING_MODEL,
+            settings.EMBEDDING_DIM,
+            settings.EMBEDDING_API_KEY,
+            settings.EMBEDDING_TIMEOUT_S,
+            settings.EMBEDDING_MAX_RETRIES,
+        )
     if settings.EMBEDDING_DIM != UseEmbedder.dim:
-        raise EmbeddingError(f"EMBEDDING_DIM is {settings.EMBEDDING_DIM} but the packaged embedder "
-                             f"({UseEmbedder.model}) makes {UseEmbedder.dim}-dimensional vectors: unset EMBEDDING_DIM, "
-                             f"or set EMBEDDING_URL to an embedder of {settings.EMBEDDING_DIM} dimensions")
+        raise EmbeddingError(
+            f"EMBEDDING_DIM is {settings.EMBEDDING_DIM} but the packaged embedder "
+            f"({UseEmbedder.model}) makes {UseEmbedder.dim}-dimensional vectors: unset EMBEDDING_DIM, "
+            f"or set EMBEDDING_URL to an embedder of {settings.EMBEDDING_DIM} dimensions"
+        )
     return UseEmbedder(settings.EMBEDDER_THREADS)
 
 

@@ -1,8 +1,9 @@
 """`manage.py import_dir`: a local folder of text files and PDFs becomes resources under one URI."""
+
 from pathlib import Path
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument
+from core.auth import Caller
+from core.errors import InvalidArgument
 from retrieval.ingest import SUPPORTED, document_text
 from retrieval.services import FileWrite, write_files
 from retrieval.uris import parse_uri
@@ -11,8 +12,11 @@ BATCH_FILES = 200
 
 
 def local_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
 
 
 def import_directory(*, caller: Caller, root: Path, to: str, progress=None) -> dict:

@@ -1,4 +1,5 @@
 """Resources and skills from uploads: a text file or a zip of a folder becomes files under one root URI."""
+
 import io
 import re
 import uuid
@@ -8,8 +9,8 @@ from pathlib import Path, PurePosixPath
 import yaml
 from django.conf import settings
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument, NotFound, PayloadTooLarge
+from core.auth import Caller
+from core.errors import InvalidArgument, NotFound, PayloadTooLarge
 from retrieval.documents.pdf import is_pdf
 from retrieval.documents.pdf import to_markdown as pdf_markdown
 from retrieval.selectors import visible_nodes
@@ -38,8 +39,10 @@ def save_temp_upload(*, caller: Caller, name: str, chunks) -> dict:
             if size > settings.OVSITE_MAX_UPLOAD_BYTES:
                 out.close()
                 target.unlink(missing_ok=True)
-                raise PayloadTooLarge(f"upload exceeds {settings.OVSITE_MAX_UPLOAD_BYTES} bytes",
-                                      {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES})
+                raise PayloadTooLarge(
+                    f"upload exceeds {settings.OVSITE_MAX_UPLOAD_BYTES} bytes",
+                    {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES},
+                )
             out.write(chunk)
     (target.with_suffix(".name")).write_text(_UNSAFE_NAME.sub("_", name)[:200] or "upload")
     return {"temp_file_id": temp_id, "size": size}
@@ -91,13 +94,16 @@ def _zip_members(data: bytes) -> tuple[list[tuple[str, bytes]], list[dict]]:
         raise InvalidArgument(f"not a valid zip archive: {exc}", loc=["temp_file_id"]) from exc
     infos = [info for info in archive.infolist() if not info.is_dir()]
     if len(infos) > settings.OVSITE_MAX_UPLOAD_FILES:
-        raise PayloadTooLarge(f"the archive holds {len(infos)} files; the limit is "
-                              f"{settings.OVSITE_MAX_UPLOAD_FILES}", {"limit_files": settings.OVSITE_MAX_UPLOAD_FILES})
+        raise PayloadTooLarge(
+            f"the archive holds {len(infos)} files; the limit is {settings.OVSITE_MAX_UPLOAD_FILES}",
+            {"limit_files": settings.OVSITE_MAX_UPLOAD_FILES},
+        )
     expanded = sum(info.file_size for info in infos)
     if expanded > settings.OVSITE_MAX_UPLOAD_BYTES * 5:
-        raise PayloadTooLarge(f"the archive expands to {expanded} bytes; the limit is "
-                              f"{settings.OVSITE_MAX_UPLOAD_BYTES * 5}",
-                              {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES * 5, "size_bytes": expanded})
+        raise PayloadTooLarge(
+            f"the archive expands to {expanded} bytes; the limit is {settings.OVSITE_MAX_UPLOAD_BYTES * 5}",
+            {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES * 5, "size_bytes": expanded},
+        )
     members, skipped = [], []
     for info in infos:
         path = PurePosixPath(info.filename)
@@ -127,8 +133,15 @@ def _texts(items: list[tuple[str, bytes]], skipped: list[dict]) -> list[tuple[st
     return out
 
 
-def add_resource(*, caller: Caller, temp_file_id: str, to: str | None, parent: str | None,
-                 source_name: str | None, tags: list[str] | None) -> dict:
+def add_resource(
+    *,
+    caller: Caller,
+    temp_file_id: str,
+    to: str | None,
+    parent: str | None,
+    source_name: str | None,
+    tags: list[str] | None,
+) -> dict:
     """`POST /api/v1/resources`: a text file or a zip of a folder, placed under `viking://resources/{name}`."""
     upload_name, data = _take_upload(caller, temp_file_id)
     name = _UNSAFE_NAME.sub("_", (source_name or upload_name).strip()) or "resource"
@@ -149,21 +162,31 @@ def add_resource(*, caller: Caller, temp_file_id: str, to: str | None, parent: s
     else:
         text = document_text(data)
         if text is None:
-            raise InvalidArgument(f"{name}: this binary type is not supported; send {SUPPORTED}, or a zip of them",
-                                  loc=["temp_file_id"], type_="unsupported_media")
+            raise InvalidArgument(
+                f"{name}: this binary type is not supported; send {SUPPORTED}, or a zip of them",
+                loc=["temp_file_id"],
+                type_="unsupported_media",
+            )
         files = [(root, text)]
     if not files:
-        raise InvalidArgument("the upload holds no text files", loc=["temp_file_id"],
-                              details={"skipped": skipped})
+        raise InvalidArgument("the upload holds no text files", loc=["temp_file_id"], details={"skipped": skipped})
     tag_tuple = tuple(tags) if tags is not None else None
-    written = write_files(caller=caller, writes=[FileWrite(uri, text, "replace", tag_tuple) for uri, text in files],
-                          kind="add_resource")
+    written = write_files(
+        caller=caller, writes=[FileWrite(uri, text, "replace", tag_tuple) for uri, text in files], kind="add_resource"
+    )
     _drop_upload(caller, temp_file_id)
     # `source_path` and `errors` are OpenViking's fields: the client's path is never sent, so its name stands in;
     # a failing upload raises instead of listing errors, so the list is always empty.
-    return {"status": "success", "root_uri": root, "source_path": source_name or upload_name, "errors": [],
-            "task_id": written["task_id"], "files": len(files), "changed": len(written["changed"]),
-            "skipped": skipped}
+    return {
+        "status": "success",
+        "root_uri": root,
+        "source_path": source_name or upload_name,
+        "errors": [],
+        "task_id": written["task_id"],
+        "files": len(files),
+        "changed": len(written["changed"]),
+        "skipped": skipped,
+    }
 
 
 def skill_front_matter(text: str) -> dict:
@@ -225,31 +248,46 @@ def add_skill(*, caller: Caller, data=None, temp_file_id: str | None = None, tar
     written = write_files(caller=caller, writes=writes, kind="add_skill")
     if temp_file_id:
         _drop_upload(caller, temp_file_id)
-    return {"status": "success", "name": name, "uri": root, "root_uri": root, "auxiliary_files": len(extra),
-            "task_id": written["task_id"], "skipped": skipped}
+    return {
+        "status": "success",
+        "name": name,
+        "uri": root,
+        "root_uri": root,
+        "auxiliary_files": len(extra),
+        "task_id": written["task_id"],
+        "skipped": skipped,
+    }
 
 
 def _skill_summary(row: dict) -> dict:
     """One skill as OpenViking lists it (plus ovsite's abstract and processing state)."""
     meta = skill_front_matter(row["content"]) if row["content"].startswith("---") else {}
     root = row["uri"].rsplit("/", 1)[0]
-    return {"type": "skill", "name": meta.get("name") or root.rsplit("/", 1)[-1], "uri": root, "root_uri": root,
-            "skill_md_uri": row["uri"], "description": meta.get("description", ""),
-            "tags": meta.get("tags") or row["tags"],
-            "allowed_tools": meta.get("allowed_tools") or meta.get("allowed-tools") or [],
-            "abstract": row["abstract"], "state": row["state"]}
+    return {
+        "type": "skill",
+        "name": meta.get("name") or root.rsplit("/", 1)[-1],
+        "uri": root,
+        "root_uri": root,
+        "skill_md_uri": row["uri"],
+        "description": meta.get("description", ""),
+        "tags": meta.get("tags") or row["tags"],
+        "allowed_tools": meta.get("allowed_tools") or meta.get("allowed-tools") or [],
+        "abstract": row["abstract"],
+        "state": row["state"],
+    }
 
 
 def list_skills(*, caller: Caller, node_limit: int = 1000, target_uri: str | None = None) -> dict:
     """`GET /api/v1/skills`: `{root_uri, skills, total}` below `target_uri`, else `{root_uris, skills, total}`."""
     # A SKILL.md of several sections is a document node (a directory that keeps the whole text).
-    rows = (visible_nodes(caller).filter(context_type="skill", uri__endswith="/SKILL.md")
-            .exclude(content_hash=""))
+    rows = visible_nodes(caller).filter(context_type="skill", uri__endswith="/SKILL.md").exclude(content_hash="")
     if target_uri:
         root = parse_uri(target_uri, user_id=caller.user_id).uri
         rows = rows.filter(uri__startswith=root + "/")
-    skills = [_skill_summary(row) for row in rows.order_by("uri")
-              .values("uri", "abstract", "content", "tags", "state")[:node_limit]]
+    skills = [
+        _skill_summary(row)
+        for row in rows.order_by("uri").values("uri", "abstract", "content", "tags", "state")[:node_limit]
+    ]
     if target_uri:
         return {"root_uri": root, "skills": skills, "total": len(skills)}
     # The caller's own skills root first (where add_skill puts skills), then the other roots that hold any.

@@ -5,16 +5,17 @@ rewrite), a hard timeout per call that its retries of transient failures (LLM_MA
 within, one `profiles.LLMUsage` row per call, and no exceptions: a failed call is a result with `outcome != "ok"`, so
 every caller can degrade (DESIGN.md §5).
 """
+
 import logging
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import openai
 from django.conf import settings
 
-from ovsite import metrics
+from core import metrics
 from retrieval.retries import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class Prompt:
     user: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> Prompt:
     """`retrieval/prompts/{name}.md`: a `version:` line, then `## system` and `## user` sections."""
     text = (PROMPTS_DIR / f"{name}.md").read_text()
@@ -70,20 +71,39 @@ def load_prompt(name: str) -> Prompt:
 def record_usage(*, kind: str, model: str, account_id: int | None, completion: Completion, latency_ms: float):
     from profiles.models import LLMUsage
 
-    metrics.record_llm_call(kind=kind, model=model, outcome=completion.outcome,
-                            prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
+    metrics.record_llm_call(
+        kind=kind,
+        model=model,
+        outcome=completion.outcome,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+    )
     try:
-        LLMUsage.objects.create(kind=kind, model=model, account_id=account_id or None,
-                                prompt_tokens=completion.prompt_tokens,
-                                completion_tokens=completion.completion_tokens, latency_ms=latency_ms,
-                                outcome=completion.outcome, error=completion.error[:2000])
+        LLMUsage.objects.create(
+            kind=kind,
+            model=model,
+            account_id=account_id or None,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_ms=latency_ms,
+            outcome=completion.outcome,
+            error=completion.error[:2000],
+        )
     except Exception:  # accounting must never fail the call it accounts for
         log.exception("could not record LLM usage")
 
 
-def complete(*, kind: str, messages: list[dict], timeout_s: float, account_id: int | None = None,
-             model: str | None = None, max_tokens: int | None = None, json_mode: bool = False,
-             parse=None) -> Completion:
+def complete(
+    *,
+    kind: str,
+    messages: list[dict],
+    timeout_s: float,
+    account_id: int | None = None,
+    model: str | None = None,
+    max_tokens: int | None = None,
+    json_mode: bool = False,
+    parse=None,
+) -> Completion:
     """One chat completion, bounded by `timeout_s`, recorded in LLMUsage. Never raises.
 
     `parse(text)` validates the answer into `value`; a ValueError from it makes the outcome "invalid"."""
@@ -95,16 +115,20 @@ def complete(*, kind: str, messages: list[dict], timeout_s: float, account_id: i
 
     def attempt(time_left_s: float):
         client = _client(settings.LLM_URL, settings.LLM_API_KEY).with_options(timeout=time_left_s)
-        return client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=0,
-                                              **extra)
+        return client.chat.completions.create(
+            model=model, messages=messages, max_tokens=max_tokens, temperature=0, **extra
+        )
 
     try:
-        response = call_with_retries(attempt, timeout_s=timeout_s, max_retries=settings.LLM_MAX_RETRIES,
-                                     what=f"LLM call ({kind})")
+        response = call_with_retries(
+            attempt, timeout_s=timeout_s, max_retries=settings.LLM_MAX_RETRIES, what=f"LLM call ({kind})"
+        )
         usage = response.usage
         text = (response.choices[0].message.content or "") if response.choices else ""
-        tokens = {"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                  "completion_tokens": getattr(usage, "completion_tokens", 0) or 0}
+        tokens = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+        }
         try:
             completion = Completion(outcome="ok", text=text, value=parse(text) if parse else text, **tokens)
         except ValueError as exc:
@@ -113,6 +137,11 @@ def complete(*, kind: str, messages: list[dict], timeout_s: float, account_id: i
         completion = Completion(outcome="timeout", error=str(exc))
     except (openai.OpenAIError, ValueError, KeyError, IndexError, AttributeError) as exc:
         completion = Completion(outcome="error", error=f"{type(exc).__name__}: {exc}")
-    record_usage(kind=kind, model=model, account_id=account_id, completion=completion,
-                 latency_ms=(time.perf_counter() - started) * 1000)
+    record_usage(
+        kind=kind,
+        model=model,
+        account_id=account_id,
+        completion=completion,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
     return completion

@@ -9,8 +9,7 @@ from django.db import models
 from django.db.models.functions import Left
 from pgvector.django import HnswIndex, VectorField
 
-from ovsite.models import Account
-
+from core.models import Account
 
 # Build parameters of every HNSW index (README, "HNSW: recall against speed"); a change needs a migration that
 # rebuilds them.
@@ -41,8 +40,11 @@ LEXICAL_CONTENT_CHARS = 100_000
 
 
 def _lexical(text, weight: str) -> SearchVector:
-    return SearchVector(models.Func(text, function="ovsite_lexical", output_field=models.TextField()),
-                        config=LEXICAL_CONFIG, weight=weight)
+    return SearchVector(
+        models.Func(text, function="ovsite_lexical", output_field=models.TextField()),
+        config=LEXICAL_CONFIG,
+        weight=weight,
+    )
 
 
 class Context(models.Model):
@@ -58,8 +60,12 @@ class Context(models.Model):
     kind = models.CharField(max_length=4, choices=KIND_CHOICES)
     context_type = models.CharField(max_length=8, choices=TYPE_CHOICES)
     category = models.CharField(max_length=16, blank=True, default="")
-    owner = models.CharField(max_length=64, blank=True, default="",
-                             help_text='The user whose private space holds the node; "" when shared in the account.')
+    owner = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text='The user whose private space holds the node; "" when shared in the account.',
+    )
     peer = models.CharField(max_length=64, blank=True, default="")
     abstract = models.TextField(blank=True, default="")
     overview = models.TextField(blank=True, default="")
@@ -82,10 +88,17 @@ class Context(models.Model):
     # A directory's content is a parsed document's whole text, which its sections index already; left out, it is
     # not tokenised again on every refresh of the directory's overview.
     lexemes = models.GeneratedField(
-        expression=_lexical("abstract", "A") + _lexical("overview", "B")
-        + _lexical(models.Case(models.When(kind="file", then=Left("content", LEXICAL_CONTENT_CHARS)),
-                               default=models.Value("")), "C"),
-        output_field=SearchVectorField(), db_persist=True)
+        expression=_lexical("abstract", "A")
+        + _lexical("overview", "B")
+        + _lexical(
+            models.Case(
+                models.When(kind="file", then=Left("content", LEXICAL_CONTENT_CHARS)), default=models.Value("")
+            ),
+            "C",
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["account", "uri"], name="context_account_uri_unique")]
@@ -93,21 +106,38 @@ class Context(models.Model):
             models.Index(fields=["account", "state"], name="context_account_state"),
             # Whether a quota bucket has any node at all, before its HNSW scan (assembly.candidates); and a bucket's
             # newest first, as bootstrap's working state reads its events (assembly.bootstrap).
-            models.Index(fields=["account", "context_type", "category", "-updated_at", "uri"],
-                         name="context_account_bucket"),
+            models.Index(
+                fields=["account", "context_type", "category", "-updated_at", "uri"], name="context_account_bucket"
+            ),
             # The newest nodes first, as bootstrap's listing reads them: without it every visible row is sorted.
             models.Index(fields=["account", "-updated_at", "uri"], name="context_account_updated"),
             # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
-            models.Index(fields=["account", "uri"], opclasses=["int8_ops", "varchar_pattern_ops"],
-                         name="context_account_uri_prefix"),
+            models.Index(
+                fields=["account", "uri"],
+                opclasses=["int8_ops", "varchar_pattern_ops"],
+                name="context_account_uri_prefix",
+            ),
             # The whole table's graph, which searches in score order walk in a small store, and one partial index
             # per search partition (retrieval.search.query.partition_predicate), which purposes walk always and searches
             # in score order in a large store (retrieval.search.query.score_order_scans).
-            HnswIndex(name="context_embedding_hnsw", fields=["embedding"], m=HNSW_M,
-                      ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"]),
-            *[HnswIndex(name=f"context_hnsw_{name}", fields=["embedding"], m=HNSW_M,
-                        ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"], condition=condition)
-              for name, condition in SEARCH_PARTITIONS.items()],
+            HnswIndex(
+                name="context_embedding_hnsw",
+                fields=["embedding"],
+                m=HNSW_M,
+                ef_construction=HNSW_EF_CONSTRUCTION,
+                opclasses=["vector_cosine_ops"],
+            ),
+            *[
+                HnswIndex(
+                    name=f"context_hnsw_{name}",
+                    fields=["embedding"],
+                    m=HNSW_M,
+                    ef_construction=HNSW_EF_CONSTRUCTION,
+                    opclasses=["vector_cosine_ops"],
+                    condition=condition,
+                )
+                for name, condition in SEARCH_PARTITIONS.items()
+            ],
             GinIndex(fields=["lexemes"], name="context_lexemes_gin"),
         ]
 
@@ -124,8 +154,12 @@ class ProcessingTask(models.Model):
     kind = models.CharField(max_length=32)
     status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="pending")
     uris = ArrayField(models.CharField(max_length=1024), default=list)
-    owner = models.CharField(max_length=64, blank=True, default="",
-                             help_text="The user whose private space the task touches; empty for shared spaces.")
+    owner = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The user whose private space the task touches; empty for shared spaces.",
+    )
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

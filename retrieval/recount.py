@@ -10,6 +10,7 @@ task started by saving the settings, and `manage.py recount_tokens --if-stale`, 
 still keeps `rendered` within `max_tokens` as the request's family counts it: stale counts cost precision, never
 the budget.
 """
+
 from celery import shared_task
 from django.db import transaction
 

@@ -1,18 +1,21 @@
 """Re-embedding the whole store with the configured embedder (after a model change; the dimension may change)."""
+
 from django.conf import settings
 from django.db import connection, transaction
 
 from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded
 from retrieval.embedders import get_embedder
-from retrieval.search.statements import vector_text
 from retrieval.models import Context
+from retrieval.search.statements import vector_text
 from retrieval.uris import parse_uri
 
 
 def stored_dimension() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'retrieval_context'::regclass "
-                       "AND attname = 'embedding'")
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'retrieval_context'::regclass "
+            "AND attname = 'embedding'"
+        )
         return cursor.fetchone()[0]
 
 
@@ -24,8 +27,9 @@ def change_dimension(dim: int) -> None:
         build_vector_indexes(cursor)
 
 
-def reembed_all(*, batch_size: int = 256, workers: int = 2, maintenance_work_mem: str = "1GB",
-                progress=None, announce=None) -> int:
+def reembed_all(
+    *, batch_size: int = 256, workers: int = 2, maintenance_work_mem: str = "1GB", progress=None, announce=None
+) -> int:
     """Re-embeds every searchable node; returns how many were embedded.
 
     In one transaction: `workers` threads embed the batches (one BLAS thread each) while a COPY writes each
@@ -43,22 +47,26 @@ def reembed_all(*, batch_size: int = 256, workers: int = 2, maintenance_work_mem
 
 def _reembed(batch_size: int, workers: int, maintenance_work_mem: str, progress, announce) -> int:
     embedder = get_embedder()
-    rows = (Context.objects.filter(state__in=("ready", "failed")).order_by("id")
-            .values_list("id", "uri", "kind", "abstract", "content_hash", "updated_at"))
+    rows = (
+        Context.objects.filter(state__in=("ready", "failed"))
+        .order_by("id")
+        .values_list("id", "uri", "kind", "abstract", "content_hash", "updated_at")
+    )
     pending, containers = [], []
     for pk, uri, kind, abstract, digest, updated_at in rows.iterator():
         if kind == "dir" and not digest and parse_uri(uri, user_id="").is_structural:  # a document is a hit
             containers.append(pk)
         else:
             pending.append((pk, updated_at, abstract or uri.rsplit("/", 1)[-1]))
-    batches = [pending[start:start + batch_size] for start in range(0, len(pending), batch_size)]
+    batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)]
     with connection.cursor() as cursor:
         # Containers are never search hits (VikingUri.is_structural); drop any vector an older rule gave them.
-        Context.objects.filter(id__in=containers).update(embedding=None, embedding_model="", state="ready",
-                                                         error="")
+        Context.objects.filter(id__in=containers).update(embedding=None, embedding_model="", state="ready", error="")
         cursor.execute("DROP TABLE IF EXISTS reembedded")
-        cursor.execute(f"CREATE TEMPORARY TABLE reembedded (id bigint, updated_at timestamptz, "
-                       f"embedding vector({int(embedder.dim)})) ON COMMIT DROP")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE reembedded (id bigint, updated_at timestamptz, "
+            f"embedding vector({int(embedder.dim)})) ON COMMIT DROP"
+        )
         with cursor.copy("COPY reembedded (id, updated_at, embedding) FROM STDIN") as copy:
             texts = ([text for _, _, text in batch] for batch in batches)
             for batch, vectors in zip(batches, embedded(embedder.embed, texts, workers)):
@@ -69,8 +77,11 @@ def _reembed(batch_size: int, workers: int, maintenance_work_mem: str, progress,
         if announce:
             announce("writing the vectors and building the HNSW indexes; searches wait until it is done")
         drop_vector_indexes(cursor)
-        cursor.execute("UPDATE retrieval_context SET embedding = reembedded.embedding, embedding_model = %s, "
-                       "state = 'ready', error = '' FROM reembedded WHERE retrieval_context.id = reembedded.id "
-                       "AND retrieval_context.updated_at = reembedded.updated_at", [embedder.model])
+        cursor.execute(
+            "UPDATE retrieval_context SET embedding = reembedded.embedding, embedding_model = %s, "
+            "state = 'ready', error = '' FROM reembedded WHERE retrieval_context.id = reembedded.id "
+            "AND retrieval_context.updated_at = reembedded.updated_at",
+            [embedder.model],
+        )
         build_vector_indexes(cursor, maintenance_work_mem=maintenance_work_mem)
     return len(pending)

@@ -4,6 +4,7 @@
 Not the `openai` client's own retries: each of its attempts gets the whole timeout (three attempts of a 30 s timeout
 can take 90 s), and it sleeps as long as a Retry-After header asks, up to a minute, whatever the caller's deadline.
 """
+
 import itertools
 import logging
 import random
@@ -28,7 +29,7 @@ def _pause_s(attempt: int, exc: Exception) -> float:
             return max(0.0, float(response.headers.get("retry-after", "")))
         except ValueError:
             pass
-    return min(LONGEST_PAUSE_S, FIRST_PAUSE_S * 2 ** attempt) * random.uniform(0.5, 1.0)
+    return min(LONGEST_PAUSE_S, FIRST_PAUSE_S * 2**attempt) * random.uniform(0.5, 1.0)
 
 
 def call_with_retries(call, *, timeout_s: float, max_retries: int, what: str):
@@ -42,6 +43,7 @@ def call_with_retries(call, *, timeout_s: float, max_retries: int, what: str):
             pause = _pause_s(attempt, exc)
             if attempt >= max_retries or time.monotonic() + pause >= deadline:
                 raise
-            log.info("%s failed (%s), retry %d of %d in %.2f s", what, type(exc).__name__, attempt + 1, max_retries,
-                     pause)
+            log.info(
+                "%s failed (%s), retry %d of %d in %.2f s", what, type(exc).__name__, attempt + 1, max_retries, pause
+            )
             time.sleep(pause)

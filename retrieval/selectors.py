@@ -1,14 +1,28 @@
 """Reads of the tree. Every query starts from `visible_nodes`: the caller's account and visible owner spaces."""
+
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument, NotFound
+from core.auth import Caller
+from core.errors import InvalidArgument, NotFound
 from retrieval.models import Context, ProcessingTask
 from retrieval.uris import SCHEME, SPACES, parse_uri
 
-NODE_FIELDS = ("uri", "kind", "context_type", "category", "abstract", "tags", "state", "error",
-               "content_tokens", "abstract_tokens", "overview_tokens", "updated_at", "created_at")
+NODE_FIELDS = (
+    "uri",
+    "kind",
+    "context_type",
+    "category",
+    "abstract",
+    "tags",
+    "state",
+    "error",
+    "content_tokens",
+    "abstract_tokens",
+    "overview_tokens",
+    "updated_at",
+    "created_at",
+)
 MAX_OFFSET = 10**9
 
 
@@ -75,9 +89,21 @@ def _entry(row: dict, abs_limit: int | None) -> dict:
 def _virtual_roots(caller: Caller, parsed_segments: tuple[str, ...]) -> list[dict] | None:
     """`viking://` and `viking://user|agent` are not stored nodes; they list what the caller may see below."""
     if not parsed_segments:
-        return [{"uri": SCHEME + space, "name": space, "isDir": True, "size": 0, "modTime": None,
-                 "context_type": "", "category": "", "abstract": "", "tags": [], "state": "ready"}
-                for space in SPACES]
+        return [
+            {
+                "uri": SCHEME + space,
+                "name": space,
+                "isDir": True,
+                "size": 0,
+                "modTime": None,
+                "context_type": "",
+                "category": "",
+                "abstract": "",
+                "tags": [],
+                "state": "ready",
+            }
+            for space in SPACES
+        ]
     if parsed_segments in (("user",), ("agent",)):
         prefix = SCHEME + parsed_segments[0] + "/"
         rows = _with_size(visible_nodes(caller).filter(parent_uri=prefix[:-1]))
@@ -85,14 +111,21 @@ def _virtual_roots(caller: Caller, parsed_segments: tuple[str, ...]) -> list[dic
     return None
 
 
-def list_children(*, caller: Caller, uri: str, recursive: bool = False, node_limit: int = 1000,
-                  offset: int = 0, abs_limit: int | None = 256) -> tuple[list[dict], bool]:
+def list_children(
+    *,
+    caller: Caller,
+    uri: str,
+    recursive: bool = False,
+    node_limit: int = 1000,
+    offset: int = 0,
+    abs_limit: int | None = 256,
+) -> tuple[list[dict], bool]:
     if not 0 <= offset <= MAX_OFFSET:  # SQL OFFSET is a bigint: a huge one is a client error, not a 500
         raise InvalidArgument(f"offset must be between 0 and {MAX_OFFSET}", loc=["offset"], type_="out_of_range")
     parsed = parse_uri(uri, user_id=caller.user_id)
     virtual = _virtual_roots(caller, parsed.segments)
     if virtual is not None:
-        page = virtual[offset: offset + node_limit]
+        page = virtual[offset : offset + node_limit]
         return page, len(virtual) > offset + node_limit
     node = visible_nodes(caller).filter(uri=parsed.uri).values("kind").first()
     if node is None:
@@ -100,28 +133,45 @@ def list_children(*, caller: Caller, uri: str, recursive: bool = False, node_lim
     if node["kind"] != "dir":
         raise InvalidArgument(f"{parsed.uri} is a file, not a directory", loc=["uri"])
     scope = Q(uri__startswith=parsed.uri + "/") if recursive else Q(parent_uri=parsed.uri)
-    rows = list(_with_size(visible_nodes(caller).filter(scope).order_by("uri"))[offset: offset + node_limit + 1])
+    rows = list(_with_size(visible_nodes(caller).filter(scope).order_by("uri"))[offset : offset + node_limit + 1])
     return [_entry(row, abs_limit) for row in rows[:node_limit]], len(rows) > node_limit
 
 
 def stat(*, caller: Caller, uri: str) -> dict:
     parsed = parse_uri(uri, user_id=caller.user_id)
-    row = (visible_nodes(caller).filter(uri=parsed.uri).annotate(size=Length("content"))
-           .values(*NODE_FIELDS, "size", "content_hash", "embedding_model", "attempts").first())
+    row = (
+        visible_nodes(caller)
+        .filter(uri=parsed.uri)
+        .annotate(size=Length("content"))
+        .values(*NODE_FIELDS, "size", "content_hash", "embedding_model", "attempts")
+        .first()
+    )
     if row is None:
         raise NotFound(parsed.uri, "node")
     entry = _entry(row, None)
-    entry.update(error=row["error"], created_at=row["created_at"].isoformat(), content_hash=row["content_hash"],
-                 embedding_model=row["embedding_model"], attempts=row["attempts"],
-                 tokens={"abstract": row["abstract_tokens"], "overview": row["overview_tokens"],
-                         "content": row["content_tokens"]})
+    entry.update(
+        error=row["error"],
+        created_at=row["created_at"].isoformat(),
+        content_hash=row["content_hash"],
+        embedding_model=row["embedding_model"],
+        attempts=row["attempts"],
+        tokens={
+            "abstract": row["abstract_tokens"],
+            "overview": row["overview_tokens"],
+            "content": row["content_tokens"],
+        },
+    )
     return entry
 
 
 def task_detail(*, caller: Caller, task_id) -> dict:
     """A processing task the caller may see (`visible_tasks`): another user's is not found, like their nodes."""
-    task = (visible_tasks(caller).filter(id=task_id)
-            .values("id", "kind", "status", "uris", "error", "created_at", "finished_at").first())
+    task = (
+        visible_tasks(caller)
+        .filter(id=task_id)
+        .values("id", "kind", "status", "uris", "error", "created_at", "finished_at")
+        .first()
+    )
     if task is None:
         raise NotFound(str(task_id), "task")
     task["task_id"] = str(task.pop("id"))

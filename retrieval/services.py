@@ -1,4 +1,5 @@
 """The write path (DESIGN.md §6): store content now, summarise/count/embed in a task, refresh the ancestors."""
+
 import hashlib
 import uuid
 from dataclasses import dataclass
@@ -8,8 +9,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ovsite.auth import Caller
-from ovsite.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
+from core.auth import Caller
+from core.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
 from retrieval.documents import Section, named_sections
 from retrieval.models import Context, ProcessingTask
 from retrieval.recount import write_counter
@@ -39,9 +40,18 @@ def check_writable(caller: Caller, parsed: VikingUri) -> None:
 
 def _dir_node(caller: Caller, uri: str, now) -> Context:
     parsed = parse_uri(uri, user_id=caller.user_id)
-    return Context(account_id=caller.account_id, uri=parsed.uri, parent_uri=parsed.parent or "", kind="dir",
-                   context_type=parsed.context_type, category=parsed.category, owner=parsed.owner,
-                   created_at=now, updated_at=now, state="pending")
+    return Context(
+        account_id=caller.account_id,
+        uri=parsed.uri,
+        parent_uri=parsed.parent or "",
+        kind="dir",
+        context_type=parsed.context_type,
+        category=parsed.category,
+        owner=parsed.owner,
+        created_at=now,
+        updated_at=now,
+        state="pending",
+    )
 
 
 def is_document(row) -> bool:
@@ -54,13 +64,16 @@ def _ensure_directories(caller: Caller, uris: set[str], now) -> None:
     document: its sections are rewritten from the document, never one by one."""
     if not uris:
         return
-    clash = (Context.objects.filter(account_id=caller.account_id, uri__in=uris)
-             .filter(Q(kind="file") | ~Q(content_hash="")).values_list("uri", "kind").first())
+    clash = (
+        Context.objects.filter(account_id=caller.account_id, uri__in=uris)
+        .filter(Q(kind="file") | ~Q(content_hash=""))
+        .values_list("uri", "kind")
+        .first()
+    )
     if clash and clash[1] == "file":
         raise Conflict(f"{clash[0]} is a file, so it cannot hold other nodes", {"uri": clash[0]})
     if clash:
-        raise Conflict(f"{clash[0]} is a document; write the whole document to change its sections",
-                       {"uri": clash[0]})
+        raise Conflict(f"{clash[0]} is a document; write the whole document to change its sections", {"uri": clash[0]})
     Context.objects.bulk_create([_dir_node(caller, uri, now) for uri in sorted(uris)], ignore_conflicts=True)
 
 
@@ -68,8 +81,9 @@ def _new_task(caller: Caller, kind: str, uris: list[str], *, touching: list[str]
     """A task that `touching` (default: `uris`) a node of the caller's private space is the caller's; one that only
     touches shared spaces is the account's. Status and wait count only the tasks the caller may see."""
     private = any(parse_uri(uri, user_id=caller.user_id).owner for uri in (uris if touching is None else touching))
-    return ProcessingTask.objects.create(id=uuid.uuid4(), account_id=caller.account_id, kind=kind, uris=uris,
-                                         owner=caller.user_id if private else "")
+    return ProcessingTask.objects.create(
+        id=uuid.uuid4(), account_id=caller.account_id, kind=kind, uris=uris, owner=caller.user_id if private else ""
+    )
 
 
 def _schedule(task: ProcessingTask) -> None:
@@ -89,17 +103,23 @@ def _sectioned(target: VikingUri, content: str) -> list[tuple[str, Section]]:
     return sections if len(sections) > 1 else []
 
 
-def _replace_sections(caller: Caller, document: Context, sections: list[tuple[str, Section]], now,
-                      counter) -> list[str]:
+def _replace_sections(
+    caller: Caller, document: Context, sections: list[tuple[str, Section]], now, counter
+) -> list[str]:
     """Rewrites the section nodes of a changed document; returns the URIs that need processing. A section whose
     text is unchanged keeps its row (id, abstract, embedding), even when an edit above it renumbered its URI;
     only new or changed text is summarised and embedded again."""
-    old = list(Context.objects.select_for_update().filter(account_id=caller.account_id,
-                                                          parent_uri=document.uri))
+    old = list(Context.objects.select_for_update().filter(account_id=caller.account_id, parent_uri=document.uri))
     wanted = [(f"{document.uri}/{name}", section.text, content_hash(section.text)) for name, section in sections]
     by_uri = {row.uri: row for row in old}
-    kept = {uri for uri, _, digest in wanted if uri in by_uri and by_uri[uri].content_hash == digest
-            and by_uri[uri].state == "ready" and by_uri[uri].tags == document.tags}
+    kept = {
+        uri
+        for uri, _, digest in wanted
+        if uri in by_uri
+        and by_uri[uri].content_hash == digest
+        and by_uri[uri].state == "ready"
+        and by_uri[uri].tags == document.tags
+    }
     spare: dict[str, list[Context]] = {}
     for row in old:
         if row.uri not in kept and row.state == "ready" and row.kind == "file":
@@ -112,10 +132,21 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
             row = spare[digest].pop()
             row.uri, row.tags = uri, document.tags
         else:
-            row = Context(account_id=caller.account_id, uri=uri, parent_uri=document.uri, kind="file",
-                          context_type=document.context_type, category=document.category, owner=document.owner,
-                          content=text, content_hash=digest, tags=document.tags,
-                          content_tokens=counter.count(text), created_at=now, updated_at=now)
+            row = Context(
+                account_id=caller.account_id,
+                uri=uri,
+                parent_uri=document.uri,
+                kind="file",
+                context_type=document.context_type,
+                category=document.category,
+                owner=document.owner,
+                content=text,
+                content_hash=digest,
+                tags=document.tags,
+                content_tokens=counter.count(text),
+                created_at=now,
+                updated_at=now,
+            )
             fresh.append(uri)
         rows.append(row)
     # A renumbered section leaves and comes back under its new URI with the same id: the unique (account, uri)
@@ -125,13 +156,21 @@ def _replace_sections(caller: Caller, document: Context, sections: list[tuple[st
     return fresh
 
 
-def _store_pending(caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now,
-                   counter, peer: str = "") -> Context:
+def _store_pending(
+    caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now, counter, peer: str = ""
+) -> Context:
     """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
     if row is None:
-        row = Context(account_id=caller.account_id, uri=target.uri, parent_uri=target.parent, kind=kind,
-                      context_type=target.context_type, category=target.category, owner=target.owner,
-                      created_at=now)
+        row = Context(
+            account_id=caller.account_id,
+            uri=target.uri,
+            parent_uri=target.parent,
+            kind=kind,
+            context_type=target.context_type,
+            category=target.category,
+            owner=target.owner,
+            created_at=now,
+        )
     row.content, row.content_hash, row.tags, row.peer = content, digest, tags, peer
     row.content_tokens = counter.count(content)
     row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
@@ -139,8 +178,17 @@ def _store_pending(caller: Caller, row, target, kind: str, content: str, digest:
     return row
 
 
-def _write_document(caller: Caller, target: VikingUri, row: Context | None, content: str, digest: str,
-                    tags: list[str], sections: list[tuple[str, Section]], now, counter) -> list[str]:
+def _write_document(
+    caller: Caller,
+    target: VikingUri,
+    row: Context | None,
+    content: str,
+    digest: str,
+    tags: list[str],
+    sections: list[tuple[str, Section]],
+    now,
+    counter,
+) -> list[str]:
     """The document node (a directory holding the whole text, so `content/read` still returns it) and its
     sections. Returns the URIs to process: the document itself and its new or changed sections."""
     if row is not None and row.kind == "file":
@@ -159,8 +207,10 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
         if write.mode not in WRITE_MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(WRITE_MODES)}", loc=[index, "mode"])
         if len(write.content.encode()) > settings.OVSITE_MAX_CONTENT_BYTES:
-            raise PayloadTooLarge(f"{write.uri}: content exceeds {settings.OVSITE_MAX_CONTENT_BYTES} bytes",
-                                  {"uri": write.uri, "limit_bytes": settings.OVSITE_MAX_CONTENT_BYTES})
+            raise PayloadTooLarge(
+                f"{write.uri}: content exceeds {settings.OVSITE_MAX_CONTENT_BYTES} bytes",
+                {"uri": write.uri, "limit_bytes": settings.OVSITE_MAX_CONTENT_BYTES},
+            )
         if "\x00" in write.content:
             raise InvalidArgument("content may not contain NUL characters", loc=[index, "content"])
         target = parse_file_uri(write.uri, user_id=caller.user_id)
@@ -179,8 +229,10 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     counter = write_counter()
     with transaction.atomic():
         _ensure_directories(caller, ancestors, now)
-        existing = {row.uri: row for row in Context.objects.select_for_update()
-                    .filter(account_id=caller.account_id, uri__in=uris)}
+        existing = {
+            row.uri: row
+            for row in Context.objects.select_for_update().filter(account_id=caller.account_id, uri__in=uris)
+        }
         for target, write in zip(parsed, writes):
             row = existing.get(target.uri)
             if row is not None and row.kind == "dir" and not is_document(row):
@@ -192,8 +244,13 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             tags = list(write.tags) if write.tags is not None else (row.tags if row else [])
             # A memory is its last writer's statement; resources and skills are shared, nobody's in particular.
             peer = write.peer if target.context_type == "memory" else ""
-            if (row is not None and row.content_hash == digest and row.state == "ready" and row.tags == tags
-                    and row.peer == peer):
+            if (
+                row is not None
+                and row.content_hash == digest
+                and row.state == "ready"
+                and row.tags == tags
+                and row.peer == peer
+            ):
                 continue  # unchanged: nothing to redo
             changed.append(target.uri)
             sections = _sectioned(target, content)
@@ -230,9 +287,16 @@ def write_file(*, caller: Caller, write: FileWrite, wait: bool = False, timeout_
     target = parse_file_uri(write.uri, user_id=caller.user_id)
     task_status = ProcessingTask.objects.filter(id=result["task_id"]).values_list("status", flat=True).first()
     status = _PROCESSING_STATUS.get(task_status, "queued")
-    result.update(uri=target.uri, root_uri=write_root(target), context_type=target.context_type, mode=write.mode,
-                  written_bytes=len(write.content.encode()), content_updated=bool(result["changed"]),
-                  semantic_status=status, vector_status=status)
+    result.update(
+        uri=target.uri,
+        root_uri=write_root(target),
+        context_type=target.context_type,
+        mode=write.mode,
+        written_bytes=len(write.content.encode()),
+        content_updated=bool(result["changed"]),
+        semantic_status=status,
+        vector_status=status,
+    )
     return result
 
 
@@ -270,14 +334,18 @@ def retry_failed(*, max_attempts: int = 5, limit: int = 500) -> int:
     """Re-queues failed nodes that have attempts left (run periodically, or by `manage.py retry_failed`)."""
     from retrieval.tasks import process_task
 
-    rows = list(Context.objects.filter(state="failed", attempts__lt=max_attempts)
-                .values_list("account_id", "owner", "uri")[:limit])
+    rows = list(
+        Context.objects.filter(state="failed", attempts__lt=max_attempts).values_list("account_id", "owner", "uri")[
+            :limit
+        ]
+    )
     by_space: dict[tuple[int, str], list[str]] = {}
     for account_id, owner, uri in rows:
         by_space.setdefault((account_id, owner), []).append(uri)
     for (account_id, owner), uris in by_space.items():
         Context.objects.filter(account_id=account_id, uri__in=uris).update(state="pending")
-        task = ProcessingTask.objects.create(id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris,
-                                             owner=owner)
+        task = ProcessingTask.objects.create(
+            id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris, owner=owner
+        )
         process_task.delay(str(task.id))
     return len(rows)

@@ -1,5 +1,6 @@
 """L0/L1 text of the write path (DESIGN.md §6): deterministic (the `# Summary` section or the head of a file; the
 children for a dir), or LLM-written when an LLM is configured, with the deterministic text as the fallback."""
+
 import logging
 import re
 
@@ -40,10 +41,10 @@ def file_abstract(content: str) -> str:
     front = _FRONT_MATTER.match(content)
     if front and (line := _front_matter_line(front.group(0))):
         return clip(line)
-    body = content[front.end():] if front else content
+    body = content[front.end() :] if front else content
     heading = _SUMMARY_HEADING.search(body)
     if heading:
-        rest = body[heading.end():]
+        rest = body[heading.end() :]
         following = _NEXT_HEADING.search(rest)
         section = rest[: following.start()] if following else rest
         if section.strip():
@@ -65,8 +66,11 @@ def directory_texts(name: str, children: list[dict], summary: str = "") -> tuple
         lines.append(f"- … and {len(children) - len(shown)} more entries (list them with fs/ls)")
     # Sub-directories contribute their name only: their own abstracts would nest summaries of summaries.
     listing = "; ".join(
-        f"{c['name']}: {clip(c['abstract'], CHILD_SNIPPET_CHARS)}" if c["kind"] == "file" and c["abstract"]
-        else c["name"] + ("/" if c["kind"] == "dir" else "") for c in children[:12])
+        f"{c['name']}: {clip(c['abstract'], CHILD_SNIPPET_CHARS)}"
+        if c["kind"] == "file" and c["abstract"]
+        else c["name"] + ("/" if c["kind"] == "dir" else "")
+        for c in children[:12]
+    )
     abstract = clip(summary or f"{name} ({len(children)} entries) — {listing}")
     return abstract, "\n".join(lines)
 
@@ -108,13 +112,18 @@ def _non_empty(text: str) -> str:
     return text
 
 
-def llm_summary(*, instruction: str, text: str, max_chars: int, account_id: int | None,
-                timeout_s: float) -> Completion:
+def llm_summary(*, instruction: str, text: str, max_chars: int, account_id: int | None, timeout_s: float) -> Completion:
     """One `summary` call on `text` (bounded by the caller); `value` is the stripped, non-empty answer."""
     messages = prompt_messages("summary", instruction=instruction, max_chars=str(max_chars), text=text)
     # ~3 characters a token leaves room for a summary that overshoots a little; clip() then enforces the limit.
-    return complete(kind="summary", messages=messages, timeout_s=timeout_s, account_id=account_id,
-                    max_tokens=max_chars // 3 + 50, parse=_non_empty)
+    return complete(
+        kind="summary",
+        messages=messages,
+        timeout_s=timeout_s,
+        account_id=account_id,
+        max_tokens=max_chars // 3 + 50,
+        parse=_non_empty,
+    )
 
 
 def _authored_abstract(content: str) -> bool:
@@ -136,13 +145,19 @@ class Summarizer:
         if self.calls_left <= 0:
             return ""
         self.calls_left -= 1
-        answer = llm_summary(instruction=instruction, text=text, max_chars=ABSTRACT_MAX_CHARS,
-                             account_id=self.account_id, timeout_s=SUMMARY_TIMEOUT_S)
+        answer = llm_summary(
+            instruction=instruction,
+            text=text,
+            max_chars=ABSTRACT_MAX_CHARS,
+            account_id=self.account_id,
+            timeout_s=SUMMARY_TIMEOUT_S,
+        )
         if answer.ok:
             return " ".join(answer.value.split())
         self.calls_left = 0
-        log.warning("LLM summary of %s failed (%s: %s); the deterministic text is used", uri, answer.outcome,
-                    answer.error)
+        log.warning(
+            "LLM summary of %s failed (%s: %s); the deterministic text is used", uri, answer.outcome, answer.error
+        )
         return ""
 
     def file_abstract(self, uri: str, content: str) -> str:
@@ -150,17 +165,22 @@ class Summarizer:
         # author's: neither is worth a call.
         if len(content) <= ABSTRACT_MAX_CHARS or _authored_abstract(content):
             return file_abstract(content)
-        summary = self._ask(uri, "Summarise this document in one short paragraph.",
-                            content[:SUMMARY_INPUT_MAX_CHARS])
+        summary = self._ask(uri, "Summarise this document in one short paragraph.", content[:SUMMARY_INPUT_MAX_CHARS])
         return clip(summary) if summary else file_abstract(content)
 
     def directory_texts(self, uri: str, name: str, children: list[dict]) -> tuple[str, str]:
         if not children:
             return directory_texts(name, children)
-        listing = "\n".join(f"- {c['name']}{'/' if c['kind'] == 'dir' else ''}: "
-                            f"{clip(c['abstract'], DIR_INPUT_CHILD_CHARS)}" for c in children[:DIR_INPUT_MAX_CHILDREN])
+        listing = "\n".join(
+            f"- {c['name']}{'/' if c['kind'] == 'dir' else ''}: {clip(c['abstract'], DIR_INPUT_CHILD_CHARS)}"
+            for c in children[:DIR_INPUT_MAX_CHILDREN]
+        )
         if len(children) > DIR_INPUT_MAX_CHILDREN:
             listing += f"\n- … and {len(children) - DIR_INPUT_MAX_CHILDREN} more entries"
-        summary = self._ask(uri, f"These are the entries of the folder “{name}”, each with its summary. Summarise "
-                                 "what the folder holds in one short paragraph.", listing)
+        summary = self._ask(
+            uri,
+            f"These are the entries of the folder “{name}”, each with its summary. Summarise "
+            "what the folder holds in one short paragraph.",
+            listing,
+        )
         return directory_texts(name, children, summary=summary)

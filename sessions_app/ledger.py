@@ -5,6 +5,7 @@ timestamp as the fallback. A session with messages counts turns by its `total_me
 last N turns" is `msg_index > count - N`; a session with none (a client that recalls but never posts messages)
 counts them by time, one turn every `turn_seconds` (docs/assembly.md).
 """
+
 import datetime as dt
 import logging
 import re
@@ -13,8 +14,8 @@ from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument
+from core.auth import Caller
+from core.errors import InvalidArgument
 from sessions_app.models import RecallLedgerEntry, Session
 from sessions_app.views import SESSION_ID_MESSAGE, SESSION_ID_PATTERN
 
@@ -31,8 +32,7 @@ def ledger_session(*, caller: Caller, session_id: str) -> Session:
     creates it (`POST /sessions/{id}/messages`). An id the sessions routes could not reach is a 422."""
     if not re.fullmatch(SESSION_ID_PATTERN, session_id):
         raise InvalidArgument(f"session_id: {SESSION_ID_MESSAGE}", loc=["session_id"])
-    session, _ = Session.objects.get_or_create(account_id=caller.account_id, user=caller.user_id,
-                                               session_id=session_id)
+    session, _ = Session.objects.get_or_create(account_id=caller.account_id, user=caller.user_id, session_id=session_id)
     return session
 
 
@@ -61,15 +61,15 @@ def cooled_uris(*, session: Session, turns: int, turn_seconds: int = TURN_SECOND
     """
     if turns <= 0:
         return {}
-    rows = (RecallLedgerEntry.objects
-            .filter(_served_within(session, turns, turn_seconds), session=session)
-            .order_by("msg_index", "id")
-            .values_list("uri", "detail"))
+    rows = (
+        RecallLedgerEntry.objects.filter(_served_within(session, turns, turn_seconds), session=session)
+        .order_by("msg_index", "id")
+        .values_list("uri", "detail")
+    )
     return dict(rows)  # ascending order: the last time a URI was served overwrites the earlier ones
 
 
-def record_served(*, session: Session, served: list[tuple[str, str]],
-                  turn_seconds: int = TURN_SECONDS) -> None:
+def record_served(*, session: Session, served: list[tuple[str, str]], turn_seconds: int = TURN_SECONDS) -> None:
     """Records `(uri, detail)` pairs as served on the session's current turn, and prunes rows too old to matter.
 
     One bulk insert and one delete, in a transaction (a savepoint when the caller is already in one). The ledger
@@ -81,8 +81,10 @@ def record_served(*, session: Session, served: list[tuple[str, str]],
     try:
         with transaction.atomic():
             RecallLedgerEntry.objects.bulk_create(
-                [RecallLedgerEntry(session=session, uri=uri, detail=detail, msg_index=turn) for uri, detail in served])
+                [RecallLedgerEntry(session=session, uri=uri, detail=detail, msg_index=turn) for uri, detail in served]
+            )
             RecallLedgerEntry.objects.filter(_out_of_reach(session, turn_seconds), session=session).delete()
     except DatabaseError:
-        log.warning("recall ledger: could not record %d entries for session %s", len(served), session.session_id,
-                    exc_info=True)
+        log.warning(
+            "recall ledger: could not record %d entries for session %s", len(served), session.session_id, exc_info=True
+        )

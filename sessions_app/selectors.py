@@ -1,6 +1,7 @@
 """Reads of sessions and messages, always scoped to the caller's account and user."""
-from ovsite.auth import Caller
-from ovsite.errors import NotFound
+
+from core.auth import Caller
+from core.errors import NotFound
 from profiles.selectors import current_settings
 from retrieval.tokenizers import profile_of
 from retrieval.tokens import estimate_tokens
@@ -36,11 +37,15 @@ def describe_session(*, session: Session) -> dict:
 
 def list_sessions(*, caller: Caller, limit: int) -> list[dict]:
     """The caller's sessions, most recently active first."""
-    rows = (Session.objects.filter(account_id=caller.account_id, user=caller.user_id)
-            .order_by("-updated_at", "-id")
-            .values("session_id", "user", "total_message_count", "created_at", "updated_at")[:limit])
-    return [{**row, "created_at": row["created_at"].isoformat(), "updated_at": row["updated_at"].isoformat()}
-            for row in rows]
+    rows = (
+        Session.objects.filter(account_id=caller.account_id, user=caller.user_id)
+        .order_by("-updated_at", "-id")
+        .values("session_id", "user", "total_message_count", "created_at", "updated_at")[:limit]
+    )
+    return [
+        {**row, "created_at": row["created_at"].isoformat(), "updated_at": row["updated_at"].isoformat()}
+        for row in rows
+    ]
 
 
 def recent_messages(*, session: Session, limit: int = 20) -> list[dict]:
@@ -60,8 +65,11 @@ def session_context(*, caller: Caller, session_id: str, token_budget: int) -> di
     session = require_session(caller=caller, session_id=session_id)
     profile = profile_of(current_settings().tokenizer_family)
     kept, used = [], 0
-    rows = (Message.objects.filter(session=session).order_by("-index")
-            .values("index", "role", "content", "parts", "peer_id", "created_at"))
+    rows = (
+        Message.objects.filter(session=session)
+        .order_by("-index")
+        .values("index", "role", "content", "parts", "peer_id", "created_at")
+    )
     for row in rows.iterator(chunk_size=200):
         tokens = estimate_tokens(row["content"], profile)
         if used + tokens > token_budget:

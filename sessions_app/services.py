@@ -1,12 +1,13 @@
 """Writes to sessions: create, open (with auto-create), delete, append messages atomically on the turn clock."""
+
 import json
 import uuid
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from ovsite.auth import Caller
-from ovsite.errors import Conflict, InvalidArgument, PayloadTooLarge
+from core.auth import Caller
+from core.errors import Conflict, InvalidArgument, PayloadTooLarge
 from sessions_app.models import Message, Session
 from sessions_app.selectors import describe_session, require_session
 
@@ -21,8 +22,9 @@ class NewMessage:
     peer_id: str = ""
 
 
-def message_from(*, role: str, content: str | None = None, parts: list | None = None,
-                 peer_id: str | None = None) -> NewMessage:
+def message_from(
+    *, role: str, content: str | None = None, parts: list | None = None, peer_id: str | None = None
+) -> NewMessage:
     """OpenViking's two message shapes: `parts` wins over `content`; its text parts, joined by newlines, become the
     stored content (what budgets, recall and commit read) and the parts are kept as sent."""
     if parts:
@@ -46,8 +48,9 @@ def _check(messages: list[NewMessage]) -> None:
     for index, message in enumerate(messages):
         size = len(message.content.encode()) + (len(json.dumps(message.parts).encode()) if message.parts else 0)
         if size > MAX_MESSAGE_BYTES:
-            raise PayloadTooLarge(f"message {index} exceeds {MAX_MESSAGE_BYTES} bytes",
-                                  {"index": index, "limit_bytes": MAX_MESSAGE_BYTES})
+            raise PayloadTooLarge(
+                f"message {index} exceeds {MAX_MESSAGE_BYTES} bytes", {"index": index, "limit_bytes": MAX_MESSAGE_BYTES}
+            )
         for name in ("content", "parts"):
             if _has_nul(getattr(message, name)):
                 raise InvalidArgument("messages may not contain NUL characters", loc=[index, name])
@@ -57,8 +60,9 @@ def create_session(*, caller: Caller, session_id: str | None = None) -> dict:
     """Creates an empty session; without an id the server picks one. An id already in use is `409 CONFLICT`."""
     try:
         with transaction.atomic():
-            session = Session.objects.create(account_id=caller.account_id, user=caller.user_id,
-                                             session_id=session_id or uuid.uuid4().hex)
+            session = Session.objects.create(
+                account_id=caller.account_id, user=caller.user_id, session_id=session_id or uuid.uuid4().hex
+            )
     except IntegrityError as exc:
         raise Conflict(f"session {session_id!r} already exists", {"resource": session_id, "type": "session"}) from exc
     return describe_session(session=session)
@@ -68,7 +72,8 @@ def _get_or_create_locked(caller: Caller, session_id: str) -> Session:
     """The caller's session, created if missing, locked for the rest of the transaction so that concurrent appends
     take consecutive indexes."""
     session, _ = Session.objects.select_for_update().get_or_create(
-        account_id=caller.account_id, user=caller.user_id, session_id=session_id)
+        account_id=caller.account_id, user=caller.user_id, session_id=session_id
+    )
     return session
 
 
@@ -93,10 +98,19 @@ def add_messages(*, caller: Caller, session_id: str, messages: list[NewMessage])
     with transaction.atomic():
         session = _get_or_create_locked(caller, session_id)
         start = session.total_message_count
-        Message.objects.bulk_create([
-            Message(session=session, index=start + offset, role=m.role, content=m.content, parts=m.parts,
-                    peer_id=m.peer_id)
-            for offset, m in enumerate(messages)])
+        Message.objects.bulk_create(
+            [
+                Message(
+                    session=session,
+                    index=start + offset,
+                    role=m.role,
+                    content=m.content,
+                    parts=m.parts,
+                    peer_id=m.peer_id,
+                )
+                for offset, m in enumerate(messages)
+            ]
+        )
         session.total_message_count = start + len(messages)
         session.save(update_fields=["total_message_count", "updated_at"])
     return {"session_id": session_id, "message_count": session.total_message_count, "added": len(messages)}

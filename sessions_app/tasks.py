@@ -1,4 +1,5 @@
 """Celery tasks of sessions (found by the worker's autodiscovery): the session commit."""
+
 from celery import shared_task
 
 from sessions_app.commit import run_commit

@@ -1,10 +1,11 @@
 """HTTP views of sessions (OpenViking's `/api/v1/sessions` routes): parse, call one service, wrap in the envelope."""
+
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 
-from ovsite.api import QueryParamsSerializer, StrictSerializer, parse
-from ovsite.envelope import ok
-from ovsite.openapi import INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation, path_parameter
+from core.api import QueryParamsSerializer, StrictSerializer, parse
+from core.envelope import ok
+from core.openapi import INTEGER, OBJECT, STRING, STRINGS, TIMESTAMP, array, obj, operation, path_parameter
 from retrieval.views import actor_peer
 from sessions_app import commit, selectors, services
 from sessions_app.models import Commit, Message
@@ -17,8 +18,9 @@ SESSION_ID = path_parameter("session_id", r"^(?!\.+$)[A-Za-z0-9_.:-]{1,128}$", 1
 
 def session_id_field(**kwargs) -> serializers.RegexField:
     # No trimming: "a\t" must be refused, not taken for the session "a".
-    return serializers.RegexField(SESSION_ID_PATTERN, error_messages={"invalid": SESSION_ID_MESSAGE},
-                                  trim_whitespace=False, **kwargs)
+    return serializers.RegexField(
+        SESSION_ID_PATTERN, error_messages={"invalid": SESSION_ID_MESSAGE}, trim_whitespace=False, **kwargs
+    )
 
 
 class SessionPath(StrictSerializer):
@@ -38,8 +40,13 @@ class ListSessionsParams(QueryParamsSerializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
 
 
-_SESSION_ROW = {"session_id": STRING, "user": STRING, "total_message_count": INTEGER, "created_at": TIMESTAMP,
-                "updated_at": TIMESTAMP}
+_SESSION_ROW = {
+    "session_id": STRING,
+    "user": STRING,
+    "total_message_count": INTEGER,
+    "created_at": TIMESTAMP,
+    "updated_at": TIMESTAMP,
+}
 SESSION = obj({**_SESSION_ROW, "message_count": INTEGER, "archive_overview": STRING})
 
 
@@ -73,8 +80,15 @@ class MessageRequest(StrictSerializer):
     """One message as OpenViking clients send it: `content`, or typed `parts` (which win when both are given)."""
 
     # Per-message metadata the SDK may send; ovsite orders messages by arrival and keeps none of these.
-    accepted_ignored = ("created_at", "turn_id", "message_kind", "source_message_ids", "role_id", "telemetry",
-                        "options")
+    accepted_ignored = (
+        "created_at",
+        "turn_id",
+        "message_kind",
+        "source_message_ids",
+        "role_id",
+        "telemetry",
+        "options",
+    )
     role = serializers.ChoiceField(choices=[choice for choice, _ in Message.ROLE_CHOICES])
     content = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
     parts = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True, max_length=1000)
@@ -122,10 +136,25 @@ class ContextParams(QueryParamsSerializer):
     token_budget = serializers.IntegerField(min_value=0, max_value=10_000_000, default=128_000)
 
 
-CONTEXT_MESSAGE = obj({"index": INTEGER, "role": STRING, "content": STRING, "parts": array(OBJECT),
-                       "peer_id": STRING, "created_at": TIMESTAMP, "estimated_tokens": INTEGER})
-SESSION_CONTEXT = obj({"archive_overview": STRING, "messages": array(CONTEXT_MESSAGE), "estimated_tokens": INTEGER,
-                       "total_message_count": INTEGER})
+CONTEXT_MESSAGE = obj(
+    {
+        "index": INTEGER,
+        "role": STRING,
+        "content": STRING,
+        "parts": array(OBJECT),
+        "peer_id": STRING,
+        "created_at": TIMESTAMP,
+        "estimated_tokens": INTEGER,
+    }
+)
+SESSION_CONTEXT = obj(
+    {
+        "archive_overview": STRING,
+        "messages": array(CONTEXT_MESSAGE),
+        "estimated_tokens": INTEGER,
+        "total_message_count": INTEGER,
+    }
+)
 
 
 @operation(params=ContextParams, result=SESSION_CONTEXT, errors=(404,), path_params=(SESSION_ID,))
@@ -133,8 +162,9 @@ SESSION_CONTEXT = obj({"archive_overview": STRING, "messages": array(CONTEXT_MES
 def session_context(request, session_id):
     session_id = _session_id(session_id)
     params = parse(ContextParams, request.query_params)
-    return ok(selectors.session_context(caller=request.user, session_id=session_id,
-                                        token_budget=params["token_budget"]))
+    return ok(
+        selectors.session_context(caller=request.user, session_id=session_id, token_budget=params["token_budget"])
+    )
 
 
 class EventMetadata(StrictSerializer):
@@ -156,11 +186,24 @@ class CommitRequest(StrictSerializer):
 
 
 _STEP = {"type": "string", "enum": [choice for choice, _ in Commit.STEP_CHOICES]}
-COMMITTED = obj({"session_id": STRING, "task_id": STRING, "status": {"type": "string", "enum": ["accepted"]},
-                 "archived": {"type": "boolean"}, "archived_messages": INTEGER, "message_count": INTEGER,
-                 "total_message_count": INTEGER, "archive_summary": _STEP, "extraction": _STEP,
-                 "memories_extracted": INTEGER, "memories_deduplicated": INTEGER, "memories_skipped": INTEGER,
-                 "memory_uris": STRINGS, "error": STRING})
+COMMITTED = obj(
+    {
+        "session_id": STRING,
+        "task_id": STRING,
+        "status": {"type": "string", "enum": ["accepted"]},
+        "archived": {"type": "boolean"},
+        "archived_messages": INTEGER,
+        "message_count": INTEGER,
+        "total_message_count": INTEGER,
+        "archive_summary": _STEP,
+        "extraction": _STEP,
+        "memories_extracted": INTEGER,
+        "memories_deduplicated": INTEGER,
+        "memories_skipped": INTEGER,
+        "memory_uris": STRINGS,
+        "error": STRING,
+    }
+)
 
 
 @operation(request=CommitRequest, result=COMMITTED, errors=(404,), path_params=(SESSION_ID,))
@@ -169,6 +212,12 @@ def commit_session(request, session_id):
     session_id = _session_id(session_id)
     data = parse(CommitRequest, request.data or {})
     tags = data.get("extraction_metadata", {}).get("event", {}).get("tags", [])
-    return ok(commit.commit_session(caller=request.user, session_id=session_id,
-                                    keep_recent_count=data["keep_recent_count"], event_tags=tags,
-                                    actor_peer=actor_peer(request)))
+    return ok(
+        commit.commit_session(
+            caller=request.user,
+            session_id=session_id,
+            keep_recent_count=data["keep_recent_count"],
+            event_tags=tags,
+            actor_peer=actor_peer(request),
+        )
+    )

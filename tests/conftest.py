@@ -6,7 +6,7 @@ from django.db import connection, connections, transaction
 from openviking_sdk import SyncHTTPClient
 from rest_framework.test import APIClient
 
-from ovsite import embedded_pg
+from core import embedded_pg
 
 
 def pytest_sessionstart(session):
@@ -22,15 +22,17 @@ def django_db_setup(django_db_setup, django_db_blocker):
     A database setting, so the servers the tests start (gunicorn, Celery workers) commit the same way."""
     with django_db_blocker.unblock():
         with connection.cursor() as cursor:
-            cursor.execute(f"ALTER DATABASE {connection.ops.quote_name(connection.settings_dict['NAME'])} "
-                           "SET synchronous_commit = off")
+            cursor.execute(
+                f"ALTER DATABASE {connection.ops.quote_name(connection.settings_dict['NAME'])} "
+                "SET synchronous_commit = off"
+            )
         connection.close()  # the setting applies to connections opened from now on
 
 
 @pytest.fixture(scope="session", autouse=True)
 def fast_password_hasher():
     """Tests log in superusers by the hundred; the production hasher (PBKDF2, ~0.3 s a hash by design) would be a
-    tenth of the suite. tests/test_live_config.py keeps the production hasher: its gunicorn workers check the login."""
+    tenth of the suite. tests/profiles/test_live_config.py keeps the production hasher: its gunicorn workers check the login."""
     from django.test import override_settings
 
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
@@ -48,8 +50,11 @@ def _empty_tables(test_case):
     indexes and its TOAST table, paid after each of some 800 tests."""
     for name in test_case._databases_names(include_mirrors=False):
         conn = connections[name]
-        tables = [table for table in conn.introspection.django_table_names(only_existing=True, include_views=False)
-                  if table not in MIGRATED_TABLES]
+        tables = [
+            table
+            for table in conn.introspection.django_table_names(only_existing=True, include_views=False)
+            if table not in MIGRATED_TABLES
+        ]
         with transaction.atomic(using=name), conn.cursor() as cursor:
             cursor.execute("".join(f"DELETE FROM {conn.ops.quote_name(table)};" for table in tables))
 
@@ -85,10 +90,12 @@ class Api:
         return self._send("post", path, body if body is not None else {}, **headers)
 
     def get(self, path, **params_and_headers):
-        headers = {k: params_and_headers.pop(k) for k in list(params_and_headers) if k.startswith("x_")
-                   or k == "authorization"}
-        return self._send("get", path, params=params_and_headers, **{k.replace("_", "-"): v
-                                                                       for k, v in headers.items()})
+        headers = {
+            k: params_and_headers.pop(k) for k in list(params_and_headers) if k.startswith("x_") or k == "authorization"
+        }
+        return self._send(
+            "get", path, params=params_and_headers, **{k.replace("_", "-"): v for k, v in headers.items()}
+        )
 
     def delete(self, path, **params):
         query = "&".join(f"{k}={v}" for k, v in params.items())
@@ -103,8 +110,10 @@ class Api:
     def write_all(self, files: dict[str, str]):
         """Writes a fixture's corpus in one batch (one task, one embedder call, each ancestor refreshed once): the
         same nodes as a write per file, in a third of the time."""
-        status, body = self.post("/api/v1/content/batch-write",
-                                 {"operations": [{"uri": uri, "content": content} for uri, content in files.items()]})
+        status, body = self.post(
+            "/api/v1/content/batch-write",
+            {"operations": [{"uri": uri, "content": content} for uri, content in files.items()]},
+        )
         assert status == 200, body
         return body["result"]
 
@@ -117,7 +126,7 @@ class Api:
 @pytest.fixture
 def seeded(transactional_db):
     """Transactional tests flush every table after each test; put the shipped rows back first."""
-    from ovsite.models import Account, AccountUser
+    from core.models import Account, AccountUser
     from profiles.models import PurposeProfile, RetrievalSettings
     from profiles.seeds import seed_rows
 
@@ -148,8 +157,10 @@ def api(seeded):
 def hnsw_definitions() -> dict[str, str]:
     """The HNSW indexes of `retrieval_context` as PostgreSQL defines them, by name."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context' "
-                       "AND indexdef LIKE '%USING hnsw%'")
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context' "
+            "AND indexdef LIKE '%USING hnsw%'"
+        )
         return dict(cursor.fetchall())
 
 
@@ -192,8 +203,15 @@ def fake_llm(fake_openai, settings):
 @pytest.fixture
 def sdk_connect(live_server, tmp_path, monkeypatch):
     """Opens SDK clients on the live server; the SDK's own env vars and config file must not leak in."""
-    for name in ("OPENVIKING_URL", "OPENVIKING_API_KEY", "OPENVIKING_ACCOUNT", "OPENVIKING_USER",
-                 "OPENVIKING_ACTOR_PEER_ID", "OPENVIKING_TIMEOUT", "OPENVIKING_AUTH_MODE"):
+    for name in (
+        "OPENVIKING_URL",
+        "OPENVIKING_API_KEY",
+        "OPENVIKING_ACCOUNT",
+        "OPENVIKING_USER",
+        "OPENVIKING_ACTOR_PEER_ID",
+        "OPENVIKING_TIMEOUT",
+        "OPENVIKING_AUTH_MODE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
     opened = []

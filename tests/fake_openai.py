@@ -3,6 +3,7 @@
 It answers over HTTP so the real `openai` client — its timeouts, status handling and parsing — is exercised.
 Embeddings are the packaged USE model's, so retrieval through this server still ranks meaningfully.
 """
+
 import json
 import threading
 import time
@@ -44,8 +45,7 @@ class FakeOpenAI:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         # shutdown() waits for the serving loop's next poll: the default 0.5 s would be paid by every test's teardown.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -69,18 +69,28 @@ class FakeOpenAI:
             vectors = _use().embed(inputs)
         if mode == "wrong_dim":
             vectors = vectors[:, : UseEmbedder.dim // 2]
-        return {"object": "list", "model": body.get("model", "fake"),
-                "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
-                "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0}}
+        return {
+            "object": "list",
+            "model": body.get("model", "fake"),
+            "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
+            "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0},
+        }
 
     def _chat(self, body: dict) -> dict:
         reply = self.script.chat(body) if callable(self.script.chat) else self.script.chat
         prompt_tokens, completion_tokens = self.script.usage
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": reply}}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens}}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
 
     def _handler(self):
         fake = self
@@ -105,8 +115,9 @@ class FakeOpenAI:
                         return None
                 if mode == "error":
                     headers = {"Retry-After": f"{script.retry_after:g}"} if script.retry_after is not None else {}
-                    return self._send(script.status, {"error": {"message": "scripted failure", "type": "server"}},
-                                      headers=headers)
+                    return self._send(
+                        script.status, {"error": {"message": "scripted failure", "type": "server"}}, headers=headers
+                    )
                 if mode == "drop":
                     self.close_connection = True
                     return None

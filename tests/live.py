@@ -3,6 +3,7 @@
 Each starts in its own process group (so a SIGKILL takes its children too) and is stopped by the caller; output
 goes to a log file in the test's temporary folder, which a failing assertion can quote.
 """
+
 import os
 import shutil
 import signal
@@ -50,8 +51,9 @@ class Process:
         self.name = name
         self.log = log_dir / f"{name}.log"
         self._out = open(self.log, "wb")
-        self.popen = subprocess.Popen(args, env=env, cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        self.popen = subprocess.Popen(
+            args, env=env, cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:]
@@ -82,24 +84,63 @@ def wait_until(predicate, timeout_s: float, what: str, process: Process | None =
         if process is not None and process.popen.poll() is not None:
             raise AssertionError(f"{process.name} exited while waiting for {what}:\n{process.tail()}")
         time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}"
-                         + (f":\n{process.tail()}" if process else ""))
+    raise AssertionError(
+        f"timed out after {timeout_s} s waiting for {what}" + (f":\n{process.tail()}" if process else "")
+    )
 
 
 def start_ovsite(log_dir: Path, env: dict, threads: int = 8, workers: int = 1) -> tuple[Process, str]:
     """ovsite under gunicorn (gthread workers), as deployed; returns it and its base URL once /health answers."""
     port = free_port()
-    return _started(Process("gunicorn", [sys.executable, "-m", "gunicorn", "ovsite.wsgi", "--bind",
-                                         f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", "gthread",
-                                         "--threads", str(threads), "--timeout", "60"], env, log_dir), port)
+    return _started(
+        Process(
+            "gunicorn",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "ovsite.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+                "--worker-class",
+                "gthread",
+                "--threads",
+                str(threads),
+                "--timeout",
+                "60",
+            ],
+            env,
+            log_dir,
+        ),
+        port,
+    )
 
 
 def start_asgi(log_dir: Path, env: dict) -> tuple[Process, str]:
     """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it."""
     port = free_port()
-    return _started(Process("uvicorn", [sys.executable, "-m", "uvicorn", "ovsite.asgi:application", "--host",
-                                        "127.0.0.1", "--port", str(port), "--log-level", "warning"], env, log_dir),
-                    port)
+    return _started(
+        Process(
+            "uvicorn",
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "ovsite.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env,
+            log_dir,
+        ),
+        port,
+    )
 
 
 def _started(process: Process, port: int) -> tuple[Process, str]:
@@ -117,9 +158,30 @@ def _started(process: Process, port: int) -> tuple[Process, str]:
 
 def start_celery_worker(log_dir: Path, env: dict, name: str) -> Process:
     """A real `celery worker` (prefork, one child), without the chatter that slows a start."""
-    return Process(name, [sys.executable, "-m", "celery", "-A", "ovsite", "worker", "--pool", "prefork",
-                          "--concurrency", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
-                          "--hostname", f"{name}@%h", "--loglevel", "INFO"], env, log_dir)
+    return Process(
+        name,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "ovsite",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--hostname",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        env,
+        log_dir,
+    )
 
 
 def start_redis(log_dir: Path) -> tuple[Process, str]:
@@ -127,7 +189,25 @@ def start_redis(log_dir: Path) -> tuple[Process, str]:
     binary = shutil.which("redis-server")
     assert binary, "redis-server is missing: `make test` installs Debian's redis-server package"
     sock = log_dir / "redis.sock"
-    process = Process("redis", [binary, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-                                "--save", "", "--appendonly", "no", "--dir", str(log_dir)], os.environ.copy(), log_dir)
+    process = Process(
+        "redis",
+        [
+            binary,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--unixsocketperm",
+            "700",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(log_dir),
+        ],
+        os.environ.copy(),
+        log_dir,
+    )
     wait_until(sock.exists, 10, "redis socket", process)
     return process, f"redis+socket://{sock}"

@@ -1,4 +1,5 @@
 """Real server processes for tests: gunicorn on the test database, started and stopped by their own pid."""
+
 import os
 import signal
 import socket
@@ -29,14 +30,32 @@ class Gunicorn:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 60.0) -> "Gunicorn":
-        env = dict(os.environ, OVSITE_PG_DATABASE=connection.settings_dict["NAME"],
-                   DJANGO_SETTINGS_MODULE="ovsite.settings")
+        env = dict(
+            os.environ, OVSITE_PG_DATABASE=connection.settings_dict["NAME"], DJANGO_SETTINGS_MODULE="ovsite.settings"
+        )
         env.pop("OVSITE_ROOT_API_KEY", None)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "ovsite.wsgi", "-b", f"127.0.0.1:{self.port}", "-w", "1",
-                 "--timeout", "120", "--log-level", "warning"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "ovsite.wsgi",
+                    "-b",
+                    f"127.0.0.1:{self.port}",
+                    "-w",
+                    "1",
+                    "--timeout",
+                    "120",
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -9,6 +9,7 @@ The files are those of `bench/find_latency.py`'s generator — short memories of
 to several KB (sections of the generator's own sentences), since a context server's resources are documents, not
 one-liners. Directories are implied by the files' URIs; each server builds its own.
 """
+
 import datetime as dt
 import random
 import sys
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import find_latency as generator  # noqa: E402
 
 # A fixed clock: the same seed gives byte-equal files on every run (event dates are part of the text).
-EPOCH = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 RESOURCE_MIN_CHARS = 2500
 BATCH = 50
 
@@ -43,12 +44,18 @@ def _grow(content: str, zh: bool, rng: random.Random) -> str:
         section += 1
         if zh:
             heading = f"## 第{section}节：{rng.choice(g.COMPONENTS_ZH)}"
-            body = "".join(rng.choice(g.DETAILS_ZH) + f"适用于{rng.choice(g.DEPLOYMENTS_ZH)}环境，"
-                           f"由{rng.choice(g.PEOPLE_ZH)}负责。" for _ in range(rng.randint(4, 8)))
+            body = "".join(
+                rng.choice(g.DETAILS_ZH) + f"适用于{rng.choice(g.DEPLOYMENTS_ZH)}环境，"
+                f"由{rng.choice(g.PEOPLE_ZH)}负责。"
+                for _ in range(rng.randint(4, 8))
+            )
         else:
             heading = f"## {section}. {rng.choice(g.COMPONENTS).capitalize()}"
-            body = " ".join(f"{rng.choice(g.DETAILS)} It applies to the {rng.choice(g.DEPLOYMENTS)} deployment "
-                            f"and is owned by {rng.choice(g.PEOPLE)}." for _ in range(rng.randint(4, 8)))
+            body = " ".join(
+                f"{rng.choice(g.DETAILS)} It applies to the {rng.choice(g.DEPLOYMENTS)} deployment "
+                f"and is owned by {rng.choice(g.PEOPLE)}."
+                for _ in range(rng.randint(4, 8))
+            )
         parts += ["", heading, body]
     return "\n".join(parts) + "\n"
 
@@ -87,17 +94,24 @@ def load(client, files: list[File], wait_timeout_s: float = 3600.0) -> dict:
     for root, group in batches.items():
         response = client.post("/api/v1/fs/mkdir", json={"uri": root})
         if response.status_code not in (200, 409):  # 409: it exists already
-            raise RuntimeError(f"mkdir {root} on {client.base_url} failed: {response.status_code} "
-                               f"{response.text[:500]}")
+            raise RuntimeError(
+                f"mkdir {root} on {client.base_url} failed: {response.status_code} {response.text[:500]}"
+            )
         for start in range(0, len(group), BATCH):
-            ops = [{"uri": f.uri, "content": f.content, "mode": "create"} for f in group[start:start + BATCH]]
-            response = client.post("/api/v1/content/batch-write",
-                                   json={"root_uri": root, "operations": ops, "wait": False}, timeout=600)
+            ops = [{"uri": f.uri, "content": f.content, "mode": "create"} for f in group[start : start + BATCH]]
+            response = client.post(
+                "/api/v1/content/batch-write", json={"root_uri": root, "operations": ops, "wait": False}, timeout=600
+            )
             if response.status_code != 200:
-                raise RuntimeError(f"batch-write to {client.base_url} failed: {response.status_code} "
-                                   f"{response.text[:500]}")
+                raise RuntimeError(
+                    f"batch-write to {client.base_url} failed: {response.status_code} {response.text[:500]}"
+                )
     written = time.perf_counter()
     response = client.post("/api/v1/system/wait", json={}, timeout=wait_timeout_s)
     response.raise_for_status()
-    return {"files": len(files), "write_s": written - started, "processed_s": time.perf_counter() - started,
-            "chars": sum(len(f.content) for f in files)}
+    return {
+        "files": len(files),
+        "write_s": written - started,
+        "processed_s": time.perf_counter() - started,
+        "chars": sum(len(f.content) for f in files),
+    }

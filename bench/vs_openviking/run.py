@@ -23,6 +23,7 @@
    gold in entries and answer in rendered at 400 and 1600 tokens.
 Prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its section of bench/RESULTS.md.
 """
+
 import argparse
 import datetime as dt
 import os
@@ -31,16 +32,15 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
 import assembly_latency  # noqa: E402
 import corpus  # noqa: E402
+import find_latency as common  # noqa: E402 — configures the environment before Django loads
 import measure  # noqa: E402
 import openviking_server  # noqa: E402
 import quality  # noqa: E402
@@ -53,9 +53,15 @@ THROUGHPUT_REQUESTS = ("search context", "find")
 def start_model_server(log_dir: Path) -> tuple[subprocess.Popen, str]:
     port = common.free_port()
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="ovsite.settings")
-    proc = subprocess.Popen([sys.executable, str(HERE / "model_server.py"), str(port)], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=open(log_dir / "model-server.log", "ab"), text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "model_server.py"), str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=open(log_dir / "model-server.log", "ab"),
+        text=True,
+        start_new_session=True,
+    )
     url = proc.stdout.readline().strip()  # printed once the model is loaded and the port is open
     if not url:
         raise RuntimeError(f"model server failed; see {log_dir / 'model-server.log'}")
@@ -66,11 +72,10 @@ def reset_ovsite(db: str) -> None:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
 
-    from ovsite import embedded_pg
-    from ovsite.models import Account, AccountUser
+    from core import embedded_pg
+    from core.models import Account, AccountUser
 
     embedded_pg.start_configured(db)
     call_command("migrate", interactive=False, verbosity=0)
@@ -86,8 +91,9 @@ def ovsite_vectors(uris: list[str]) -> dict:
     import numpy as np
 
     with common.raw_connection() as conn:
-        rows = conn.execute("SELECT uri, embedding::text FROM retrieval_context WHERE uri = ANY(%s) "
-                            "AND embedding IS NOT NULL", (uris,)).fetchall()
+        rows = conn.execute(
+            "SELECT uri, embedding::text FROM retrieval_context WHERE uri = ANY(%s) AND embedding IS NOT NULL", (uris,)
+        ).fetchall()
     return {uri: np.asarray(json.loads(text), dtype=np.float64) for uri, text in rows}
 
 
@@ -109,17 +115,30 @@ def run(args) -> dict:
     reset_ovsite(args.database)
     model_proc, model_url = start_model_server(workdir)
     ovsite = common.Server(args.workers, workdir, threads=args.threads)
-    openviking = openviking_server.OpenVikingServer(workdir=workdir / "openviking", model_url=model_url,
-                                                    port=common.free_port())
-    out = {"size": len(files), "workdir": str(workdir), "model_url": model_url,
-           "load_before": os.getloadavg(), "started": dt.datetime.now(dt.timezone.utc)}
+    openviking = openviking_server.OpenVikingServer(
+        workdir=workdir / "openviking", model_url=model_url, port=common.free_port()
+    )
+    out = {
+        "size": len(files),
+        "workdir": str(workdir),
+        "model_url": model_url,
+        "load_before": os.getloadavg(),
+        "started": dt.datetime.now(dt.UTC),
+    }
     try:
         ovsite.start()
         openviking.start()
-        out["servers"] = {"ovsite": "gunicorn " + ovsite.command.replace(f"127.0.0.1:{ovsite.port}", "127.0.0.1:PORT")
-                          .replace(f"--chdir {ROOT}", "--chdir ."), "OpenViking": openviking.command}
-        clients = {"ovsite": httpx.Client(base_url=ovsite.url, timeout=120),
-                   "OpenViking": httpx.Client(base_url=openviking.url, timeout=120)}
+        out["servers"] = {
+            "ovsite": "gunicorn "
+            + ovsite.command.replace(f"127.0.0.1:{ovsite.port}", "127.0.0.1:PORT").replace(
+                f"--chdir {ROOT}", "--chdir ."
+            ),
+            "OpenViking": openviking.command,
+        }
+        clients = {
+            "ovsite": httpx.Client(base_url=ovsite.url, timeout=120),
+            "OpenViking": httpx.Client(base_url=openviking.url, timeout=120),
+        }
         out["load"] = {}
         for name, client in clients.items():
             common.log(f"loading {len(files)} files into {name}")
@@ -128,10 +147,12 @@ def run(args) -> dict:
         common.log(f"score check: {len(queries)} queries × {list(measure.SCORE_ROUTES)} on both servers")
         out["scores"] = measure.score_check(clients, model_url, queries, our_vectors=ovsite_vectors)
         out["probe"] = measure.probe(clients, queries[0])
-        names = [n for n in measure.REQUESTS
-                 if all(out["probe"][s][n]["status"] == 200 for s in clients)]
-        out["na"] = {n: {s: out["probe"][s][n] for s in clients if out["probe"][s][n]["status"] != 200}
-                     for n in measure.REQUESTS if n not in names}
+        names = [n for n in measure.REQUESTS if all(out["probe"][s][n]["status"] == 200 for s in clients)]
+        out["na"] = {
+            n: {s: out["probe"][s][n] for s in clients if out["probe"][s][n]["status"] != 200}
+            for n in measure.REQUESTS
+            if n not in names
+        }
         common.warm_up(ovsite)  # every gunicorn worker loads its embedder once; one connection reaches one worker
         for client in clients.values():
             warm(client, queries)
@@ -145,10 +166,12 @@ def run(args) -> dict:
                 for server, process in servers.items():
                     common.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
                     # The first search-context phase runs under py-spy: where each server's CPU goes.
-                    spy = (measure.profile(process.proc.pid, args.seconds, workdir / f"{server}.collapsed")
-                           if args.profile and name == "search context" and phase == 0 else None)
-                    phases[server].append(measure.throughput(process.url, name, queries, args.clients,
-                                                             args.seconds))
+                    spy = (
+                        measure.profile(process.proc.pid, args.seconds, workdir / f"{server}.collapsed")
+                        if args.profile and name == "search context" and phase == 0
+                        else None
+                    )
+                    phases[server].append(measure.throughput(process.url, name, queries, args.clients, args.seconds))
                     if spy is not None:
                         spy.wait(timeout=args.seconds + 60)
                         out["profile"][server] = measure.profile_summary(workdir / f"{server}.collapsed")
@@ -162,8 +185,7 @@ def run(args) -> dict:
                 out["quality"][server] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
         common.log(f"model server alone, {args.clients} clients, {args.seconds}s")
         out["model_throughput"] = measure.model_throughput(model_url, queries, args.clients, args.seconds)
-        out["rss_mb"] = {"OpenViking": openviking.rss_mb(),
-                         "ovsite": round(sum(x for x in _gunicorn_rss(ovsite)), 1)}
+        out["rss_mb"] = {"OpenViking": openviking.rss_mb(), "ovsite": round(sum(x for x in _gunicorn_rss(ovsite)), 1)}
     finally:
         openviking.stop()
         ovsite.stop()
@@ -187,44 +209,56 @@ def _ratio(a: float, b: float) -> str:
 def render(r: dict, command: str) -> str:
     lat = r["latency"]
     load_ov, load_os = r["load"]["OpenViking"], r["load"]["ovsite"]
-    lines = [SECTION_BEGIN, "## vs_openviking — ovsite and OpenViking 0.5.2 side by side", "",
-             f"Command: `{command}`  ",
-             f"Date: {r['started']:%Y-%m-%d %H:%M} UTC  ",
-             f"Machine: {os.cpu_count()} CPU, {_ram_gb()} GB RAM, Python {platform.python_version()}; load average "
-             f"{' '.join(f'{x:.2f}' for x in r['load_before'])} at start, "
-             f"{' '.join(f'{x:.2f}' for x in r['load_after'])} at end (shared machine: both servers, PostgreSQL, the "
-             "model server and the clients share the cores).  ",
-             f"ovsite: `{r['servers']['ovsite']}`, database `{common.BENCH_DB}`, packaged USE embedder in process.  ",
-             f"OpenViking: `{r['servers']['OpenViking']}` (openviking=={openviking_server.VERSION} from PyPI in "
-             "bench/.venv-openviking, 1 uvicorn worker — its default; local vectordb and agfs; dev-mode auth), "
-             "embedding and VLM `provider: openai` at our model server (bench/vs_openviking/model_server.py: the same "
-             "USE vectors, 512 dims, deterministic chat replies).  ",
-             f"Corpus (bench/vs_openviking/corpus.py): {r['size']:,} files — memories of the four categories and "
-             f"resource documents of 2.5–6 K characters, 40 % Chinese; {load_os['chars'] / 1e6:.1f} M characters. "
-             f"Loaded through `POST /api/v1/content/batch-write` + `POST /api/v1/system/wait`: ovsite "
-             f"{load_os['processed_s']:.0f} s, OpenViking {load_ov['processed_s']:.0f} s.  ",
-             f"Latency: {len(lat['ovsite'][next(iter(lat['ovsite']))]['ms'])} rounds over "
-             f"{len(common.QUERIES)} EN/ZH queries (cycling); in each round every request goes to both servers in "
-             "turn, the order flipping every round; one keep-alive connection per server; client-side ms.", "",
-             "| request | ovsite p50 | ovsite p95 | OpenViking p50 | OpenViking p95 | ratio p50 | ratio p95 | "
-             "ovsite Server-Timing p50 | ovsite answer p50 | OpenViking answer p50 |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines = [
+        SECTION_BEGIN,
+        "## vs_openviking — ovsite and OpenViking 0.5.2 side by side",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {r['started']:%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {os.cpu_count()} CPU, {_ram_gb()} GB RAM, Python {platform.python_version()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in r['load_before'])} at start, "
+        f"{' '.join(f'{x:.2f}' for x in r['load_after'])} at end (shared machine: both servers, PostgreSQL, the "
+        "model server and the clients share the cores).  ",
+        f"ovsite: `{r['servers']['ovsite']}`, database `{common.BENCH_DB}`, packaged USE embedder in process.  ",
+        f"OpenViking: `{r['servers']['OpenViking']}` (openviking=={openviking_server.VERSION} from PyPI in "
+        "bench/.venv-openviking, 1 uvicorn worker — its default; local vectordb and agfs; dev-mode auth), "
+        "embedding and VLM `provider: openai` at our model server (bench/vs_openviking/model_server.py: the same "
+        "USE vectors, 512 dims, deterministic chat replies).  ",
+        f"Corpus (bench/vs_openviking/corpus.py): {r['size']:,} files — memories of the four categories and "
+        f"resource documents of 2.5–6 K characters, 40 % Chinese; {load_os['chars'] / 1e6:.1f} M characters. "
+        f"Loaded through `POST /api/v1/content/batch-write` + `POST /api/v1/system/wait`: ovsite "
+        f"{load_os['processed_s']:.0f} s, OpenViking {load_ov['processed_s']:.0f} s.  ",
+        f"Latency: {len(lat['ovsite'][next(iter(lat['ovsite']))]['ms'])} rounds over "
+        f"{len(common.QUERIES)} EN/ZH queries (cycling); in each round every request goes to both servers in "
+        "turn, the order flipping every round; one keep-alive connection per server; client-side ms.",
+        "",
+        "| request | ovsite p50 | ovsite p95 | OpenViking p50 | OpenViking p95 | ratio p50 | ratio p95 | "
+        "ovsite Server-Timing p50 | ovsite answer p50 | OpenViking answer p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     for name in lat["ovsite"]:
         a, b = lat["ovsite"][name], lat["OpenViking"][name]
         stages = f"{common.median(a['server_ms']):.1f}" if a["server_ms"] else "—"
-        lines.append(f"| {name} | {common.median(a['ms']):.1f} | {common.pct(a['ms'], 95):.1f} | "
-                     f"{common.median(b['ms']):.1f} | {common.pct(b['ms'], 95):.1f} | "
-                     f"{_ratio(common.median(a['ms']), common.median(b['ms']))} | "
-                     f"{_ratio(common.pct(a['ms'], 95), common.pct(b['ms'], 95))} | {stages} | "
-                     f"{_answer(a['summaries'])} | {_answer(b['summaries'])} |")
+        lines.append(
+            f"| {name} | {common.median(a['ms']):.1f} | {common.pct(a['ms'], 95):.1f} | "
+            f"{common.median(b['ms']):.1f} | {common.pct(b['ms'], 95):.1f} | "
+            f"{_ratio(common.median(a['ms']), common.median(b['ms']))} | "
+            f"{_ratio(common.pct(a['ms'], 95), common.pct(b['ms'], 95))} | {stages} | "
+            f"{_answer(a['summaries'])} | {_answer(b['summaries'])} |"
+        )
     for name, refusals in r["na"].items():
         why = "; ".join(f"{s} answered {x['status']}: `{x['body'][:120]}`" for s, x in refusals.items())
         lines.append(f"| {name} | n/a | | | | n/a | | | | {why} |")
-    lines += ["", f"Throughput: {r['clients']} concurrent keep-alive clients (asyncio + httpx) per server, "
-              "the next query as soon as the answer arrives; phases alternate between the servers; totals over "
-              "the phases.", "",
-              "| request | ovsite req/s | OpenViking req/s | ratio | ovsite p50 / p95 ms | OpenViking p50 / p95 ms | "
-              "errors (ovsite / OpenViking) | CPU busy (ovsite / OpenViking) |", "|---|---:|---:|---:|---|---|---|---|"]
+    lines += [
+        "",
+        f"Throughput: {r['clients']} concurrent keep-alive clients (asyncio + httpx) per server, "
+        "the next query as soon as the answer arrives; phases alternate between the servers; totals over "
+        "the phases.",
+        "",
+        "| request | ovsite req/s | OpenViking req/s | ratio | ovsite p50 / p95 ms | OpenViking p50 / p95 ms | "
+        "errors (ovsite / OpenViking) | CPU busy (ovsite / OpenViking) |",
+        "|---|---:|---:|---:|---|---|---|---|",
+    ]
     rps = {}
     for name, phases in r["throughput"].items():
         row = {}
@@ -232,39 +266,52 @@ def render(r: dict, command: str) -> str:
             requests, seconds = sum(p["requests"] for p in ps), sum(p["seconds"] for p in ps)
             row[server] = (requests / seconds, ps, sum(p["errors"] for p in ps))
         rps[name] = row["ovsite"][0] / row["OpenViking"][0] if row["OpenViking"][0] else float("inf")
-        lines.append(f"| {name} | {row['ovsite'][0]:.1f} | {row['OpenViking'][0]:.1f} | {rps[name]:.1f}× | "
-                     f"{_p(row['ovsite'][1])} | {_p(row['OpenViking'][1])} | {row['ovsite'][2]} / "
-                     f"{row['OpenViking'][2]} | {_busy(row['ovsite'][1])} / {_busy(row['OpenViking'][1])} |")
+        lines.append(
+            f"| {name} | {row['ovsite'][0]:.1f} | {row['OpenViking'][0]:.1f} | {rps[name]:.1f}× | "
+            f"{_p(row['ovsite'][1])} | {_p(row['OpenViking'][1])} | {row['ovsite'][2]} / "
+            f"{row['OpenViking'][2]} | {_busy(row['ovsite'][1])} / {_busy(row['OpenViking'][1])} |"
+        )
     model = r["model_throughput"]
-    lines += ["", f"The model server alone (OpenViking's embedder: one query embedding per request, "
-              f"{r['clients']} clients, {model['seconds']:.0f} s): {model['rps']:.1f} req/s, p50 / p95 "
-              f"{model['p50']:.0f} / {model['p95']:.0f} ms, {model['errors']} errors, CPU busy "
-              f"{model['cpu_busy']:.0%}. It encodes one request at a time (`_ENCODE_LOCK` in tests/fake_openai.py: "
-              "concurrent numpy encodes under one GIL are slower, not faster), so this is the ceiling of any "
-              "OpenViking request that embeds its query."]
+    lines += [
+        "",
+        f"The model server alone (OpenViking's embedder: one query embedding per request, "
+        f"{r['clients']} clients, {model['seconds']:.0f} s): {model['rps']:.1f} req/s, p50 / p95 "
+        f"{model['p50']:.0f} / {model['p95']:.0f} ms, {model['errors']} errors, CPU busy "
+        f"{model['cpu_busy']:.0%}. It encodes one request at a time (`_ENCODE_LOCK` in tests/fake_openai.py: "
+        "concurrent numpy encodes under one GIL are slower, not faster), so this is the ceiling of any "
+        "OpenViking request that embeds its query.",
+    ]
     lines += _score_lines(r.get("scores"))
     lines += _profile_lines(r["profile"], r["clients"])
     lines += _quality_lines(r["quality"])
-    lines += ["", f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
-              f"OpenViking {r['rss_mb']['OpenViking']} MB (the model server, shared, not counted).", ""]
+    lines += [
+        "",
+        f"Resident memory at the end: ovsite (gunicorn master + workers) {r['rss_mb']['ovsite']} MB, "
+        f"OpenViking {r['rss_mb']['OpenViking']} MB (the model server, shared, not counted).",
+        "",
+    ]
     if "search context" in lat["ovsite"]:
         ours, theirs = lat["ovsite"]["search context"], lat["OpenViking"]["search context"]
         ratio = common.median(ours["ms"]) / common.median(theirs["ms"])
         health = {s: common.median(lat[s][measure.HEALTH]["ms"]) for s in lat}
         stages = ", ".join(f"{k} {common.median(v):.1f}" for k, v in ours["stages"].items())
-        lines.append(f"Goal /search context p50 ratio ≤ {GOAL_CONTEXT_RATIO}: "
-                     f"{'met' if ratio <= GOAL_CONTEXT_RATIO else 'NOT met'} ({ratio:.2f}): ovsite would have to "
-                     f"answer in {GOAL_CONTEXT_RATIO * common.median(theirs['ms']):.1f} ms, it takes "
-                     f"{common.median(ours['ms']):.1f} ms, of which its Server-Timing stages are {stages} ms; "
-                     f"`GET /health` alone (routing, middleware, HTTP) takes {health['ovsite']:.1f} ms on ovsite "
-                     f"and {health['OpenViking']:.1f} ms on OpenViking.  ")
+        lines.append(
+            f"Goal /search context p50 ratio ≤ {GOAL_CONTEXT_RATIO}: "
+            f"{'met' if ratio <= GOAL_CONTEXT_RATIO else 'NOT met'} ({ratio:.2f}): ovsite would have to "
+            f"answer in {GOAL_CONTEXT_RATIO * common.median(theirs['ms']):.1f} ms, it takes "
+            f"{common.median(ours['ms']):.1f} ms, of which its Server-Timing stages are {stages} ms; "
+            f"`GET /health` alone (routing, middleware, HTTP) takes {health['ovsite']:.1f} ms on ovsite "
+            f"and {health['OpenViking']:.1f} ms on OpenViking.  "
+        )
     else:
         lines.append("Goal /search context p50 ratio: n/a (a server refused context mode).  ")
     if "search context" in rps:
         met = rps["search context"] >= GOAL_THROUGHPUT
-        lines.append(f"Goal throughput ≥ {GOAL_THROUGHPUT:.0f}× (search context, {r['clients']} clients): "
-                     f"{'met' if met else 'NOT met'} ({rps['search context']:.1f}×)."
-                     + ("" if met else " " + _cpu_bound(r["throughput"]["search context"])))
+        lines.append(
+            f"Goal throughput ≥ {GOAL_THROUGHPUT:.0f}× (search context, {r['clients']} clients): "
+            f"{'met' if met else 'NOT met'} ({rps['search context']:.1f}×)."
+            + ("" if met else " " + _cpu_bound(r["throughput"]["search context"]))
+        )
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 
@@ -287,22 +334,25 @@ def _score_lines(s: dict | None) -> list[str]:
     same = s["same_vector"]
     met = same["pairs"] and same["max"] <= goal
     kinds = "; ".join(f"{kind} {n['same_vector']}/{n['pairs']}" for kind, n in s["kinds"].items()) or "none"
-    return ["", f"Scores ({s['queries']} EN/ZH queries, {' and '.join(s['routes'])} with limit 10, measured after the "
-            "load, before the timed phases; `measure.score_check`). OpenViking's `score` against the cosine c of the "
-            "query vector and the stored vector of the record it returned (all its records read back with `GET "
-            f"/api/v1/debug/vector/scroll`; hits by level L0/L1/L2: "
-            f"{'/'.join(str(s['openviking_levels'][lv]) for lv in (0, 1, 2))}): |score − (1 + c)/2| "
-            f"{_f(s['openviking_affine'])}; its engine's int8 arithmetic (flat index, `Quant: int8`, clamp((1 + s)/2, "
-            f"0, 1) of the quantised inner product) reproduces it to {_f(s['openviking_int8'])}.  ",
-            f"ovsite against OpenViking on every (URI, level) both return for a query and route: |ovsite score − "
-            f"OpenViking score| {_f(s['all'])}. The embedded texts differ by node kind — OpenViking embeds a file's "
-            "content (memories stripped, resources whole, up to 4096 estimated tokens) and a directory's L0/L1 with a "
-            "`directory:` front matter, ovsite (today) the abstract (a `# Summary` section or the whole short text) — "
-            "so the scale is compared where both stored vectors (ovsite's: "
-            f"{s.get('ovsite_vectors', 'its database')}) are the same (cosine ≥ {measure.SAME_VECTOR}): "
-            f"{_f(same)} (same-vector pairs / pairs by node kind: {kinds}).  ",
-            f"Goal |ovsite − OpenViking| ≤ {goal} on same-vector pairs: {'met' if met else 'NOT met'}"
-            + (f" ({same['max']:.4f})." if same["pairs"] else " (no same-vector pairs).")]
+    return [
+        "",
+        f"Scores ({s['queries']} EN/ZH queries, {' and '.join(s['routes'])} with limit 10, measured after the "
+        "load, before the timed phases; `measure.score_check`). OpenViking's `score` against the cosine c of the "
+        "query vector and the stored vector of the record it returned (all its records read back with `GET "
+        f"/api/v1/debug/vector/scroll`; hits by level L0/L1/L2: "
+        f"{'/'.join(str(s['openviking_levels'][lv]) for lv in (0, 1, 2))}): |score − (1 + c)/2| "
+        f"{_f(s['openviking_affine'])}; its engine's int8 arithmetic (flat index, `Quant: int8`, clamp((1 + s)/2, "
+        f"0, 1) of the quantised inner product) reproduces it to {_f(s['openviking_int8'])}.  ",
+        f"ovsite against OpenViking on every (URI, level) both return for a query and route: |ovsite score − "
+        f"OpenViking score| {_f(s['all'])}. The embedded texts differ by node kind — OpenViking embeds a file's "
+        "content (memories stripped, resources whole, up to 4096 estimated tokens) and a directory's L0/L1 with a "
+        "`directory:` front matter, ovsite (today) the abstract (a `# Summary` section or the whole short text) — "
+        "so the scale is compared where both stored vectors (ovsite's: "
+        f"{s.get('ovsite_vectors', 'its database')}) are the same (cosine ≥ {measure.SAME_VECTOR}): "
+        f"{_f(same)} (same-vector pairs / pairs by node kind: {kinds}).  ",
+        f"Goal |ovsite − OpenViking| ≤ {goal} on same-vector pairs: {'met' if met else 'NOT met'}"
+        + (f" ({same['max']:.4f})." if same["pairs"] else " (no same-vector pairs)."),
+    ]
 
 
 def _profile_lines(profiles: dict, clients: int) -> list[str]:
@@ -314,8 +364,11 @@ def _profile_lines(profiles: dict, clients: int) -> list[str]:
             continue
         buckets = ", ".join(f"{k} {v:.0%}" for k, v in p["buckets"].items())
         own = "; ".join(f"`{k}` {v:.0%}" for k, v in p["own"])
-        lines += ["", f"Profile of {server} under {clients} search-context clients (py-spy record --subprocesses, "
-                  f"200 Hz, {p['samples']:,} non-idle samples): {buckets}. Most samples of their own: {own}."]
+        lines += [
+            "",
+            f"Profile of {server} under {clients} search-context clients (py-spy record --subprocesses, "
+            f"200 Hz, {p['samples']:,} non-idle samples): {buckets}. Most samples of their own: {own}.",
+        ]
     return lines
 
 
@@ -323,21 +376,28 @@ def _quality_lines(runs: dict) -> list[str]:
     """bench/quality.py's figures for both servers, measured in this run on top of the side-by-side corpus."""
     if not runs:
         return []
-    lines = ["", f"Quality (bench/quality.py's corpus and questions, {len(quality.QUESTIONS)} EN/ZH questions whose "
-             "answers sit deep in 8 documents, uploaded to each server with `POST /api/v1/resources/temp_upload` + "
-             "`POST /api/v1/resources {wait}` on top of the corpus above and removed afterwards; `/search "
-             "mode=\"context\"`, no purpose): gold in entries = an entry is the gold document or one of its "
-             "sections; answer in rendered = the answer string appears verbatim in `rendered`.", "",
-             "| server | nodes | max_tokens | detail | gold in entries | answer in rendered | used tokens p50 | "
-             "entries p50 |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        f"Quality (bench/quality.py's corpus and questions, {len(quality.QUESTIONS)} EN/ZH questions whose "
+        "answers sit deep in 8 documents, uploaded to each server with `POST /api/v1/resources/temp_upload` + "
+        "`POST /api/v1/resources {wait}` on top of the corpus above and removed afterwards; `/search "
+        'mode="context"`, no purpose): gold in entries = an entry is the gold document or one of its '
+        "sections; answer in rendered = the answer string appears verbatim in `rendered`.",
+        "",
+        "| server | nodes | max_tokens | detail | gold in entries | answer in rendered | used tokens p50 | "
+        "entries p50 |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for server, run in runs.items():
         if "error" in run:
             lines.append(f"| {server} | n/a | | | | | | {run['error']} |")
             continue
         for (max_tokens, detail), rows in run["cells"].items():
-            lines.append(f"| {server} | {run['nodes']} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
-                         f"{quality._rate(rows, 'answer')} | {quality._median_used(rows)} | "
-                         f"{common.median([r['entries'] for r in rows]):.0f} |")
+            lines.append(
+                f"| {server} | {run['nodes']} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
+                f"{quality._rate(rows, 'answer')} | {quality._median_used(rows)} | "
+                f"{common.median([r['entries'] for r in rows]):.0f} |"
+            )
     return lines
 
 
@@ -354,8 +414,11 @@ def _answer(summaries: list[dict]) -> str:
         return "—"
     if "entries" in summaries[0]:
         used = [s["used"] for s in summaries if s["used"] is not None]
-        return (f"{common.median([s['entries'] for s in summaries]):.0f} entries, "
-                f"{common.median(used):.0f} tokens" if used else "")
+        return (
+            f"{common.median([s['entries'] for s in summaries]):.0f} entries, {common.median(used):.0f} tokens"
+            if used
+            else ""
+        )
     tops = [s["top"] for s in summaries if s["top"] is not None]
     top = f", top score {common.median(tops):.3f}" if tops else ""
     return f"{common.median([s['hits'] for s in summaries]):.0f} hits{top}"
@@ -373,10 +436,12 @@ def _cpu_bound(phases: dict) -> str:
     ours, theirs = _cpu_ms_per_request(phases["ovsite"]), _cpu_ms_per_request(phases["OpenViking"])
     theirs_rps = sum(p["requests"] for p in phases["OpenViking"]) / sum(p["seconds"] for p in phases["OpenViking"])
     budget = 1000 * (os.cpu_count() or 1) / (GOAL_THROUGHPUT * theirs_rps)
-    return (f"The machine spends {ours:.1f} ms of CPU per ovsite request (server, PostgreSQL, clients; "
-            f"{theirs:.1f} ms per OpenViking request): {GOAL_THROUGHPUT:.0f}× OpenViking's rate, "
-            f"{GOAL_THROUGHPUT * theirs_rps:.0f} req/s, would leave {budget:.1f} ms per request with both cores "
-            f"busy, so CPU, spent as the profile above shows, is what limits it.")
+    return (
+        f"The machine spends {ours:.1f} ms of CPU per ovsite request (server, PostgreSQL, clients; "
+        f"{theirs:.1f} ms per OpenViking request): {GOAL_THROUGHPUT:.0f}× OpenViking's rate, "
+        f"{GOAL_THROUGHPUT * theirs_rps:.0f} req/s, would leave {budget:.1f} ms per request with both cores "
+        f"busy, so CPU, spent as the profile above shows, is what limits it."
+    )
 
 
 def _ram_gb() -> int:
@@ -393,10 +458,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="ovsite gunicorn workers")
     parser.add_argument("--threads", type=int, default=2, help="ovsite gunicorn threads per worker")
     parser.add_argument("--database", default="ovsite_bench_vs_openviking")
-    parser.add_argument("--no-profile", dest="profile", action="store_false",
-                        help="skip py-spy on the first search-context throughput phase")
-    parser.add_argument("--no-quality", dest="quality", action="store_false",
-                        help="skip bench/quality.py's corpus on both servers")
+    parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip py-spy on the first search-context throughput phase",
+    )
+    parser.add_argument(
+        "--no-quality", dest="quality", action="store_false", help="skip bench/quality.py's corpus on both servers"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     common.BENCH_DB = args.database

@@ -5,31 +5,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ovsite', '0002_default_account'),
-        ('profiles', '0002_seed'),
+        ("ovsite", "0002_default_account"),
+        ("profiles", "0002_seed"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LLMUsage',
+            name="LLMUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('expansion', 'query expansion'), ('rewrite', 'digest rewrite'), ('summary', 'summary'), ('extraction', 'memory extraction')], max_length=16)),
-                ('model', models.CharField(max_length=128)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('latency_ms', models.FloatField(default=0)),
-                ('outcome', models.CharField(choices=[('ok', 'ok'), ('timeout', 'timeout'), ('error', 'error'), ('invalid', 'invalid output')], max_length=8)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('account', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='ovsite.account')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("expansion", "query expansion"),
+                            ("rewrite", "digest rewrite"),
+                            ("summary", "summary"),
+                            ("extraction", "memory extraction"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("model", models.CharField(max_length=128)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("latency_ms", models.FloatField(default=0)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("ok", "ok"),
+                            ("timeout", "timeout"),
+                            ("error", "error"),
+                            ("invalid", "invalid output"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="ovsite.account"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'LLM usage',
-                'verbose_name_plural': 'LLM usage',
-                'indexes': [models.Index(fields=['kind', 'created_at'], name='llmusage_kind_created')],
+                "verbose_name": "LLM usage",
+                "verbose_name_plural": "LLM usage",
+                "indexes": [models.Index(fields=["kind", "created_at"], name="llmusage_kind_created")],
             },
         ),
     ]

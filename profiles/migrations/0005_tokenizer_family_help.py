@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0004_console_and_bootstrap'),
+        ("profiles", "0004_console_and_bootstrap"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='tokenizer_family',
-            field=models.CharField(choices=[('o200k', 'o200k (GPT-4o family)'), ('cl100k', 'cl100k (GPT-4 family)'), ('qwen', 'Qwen'), ('deepseek', 'DeepSeek')], default='o200k', help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family recounts every node's stored tokens in the background.", max_length=16),
+            model_name="retrievalsettings",
+            name="tokenizer_family",
+            field=models.CharField(
+                choices=[
+                    ("o200k", "o200k (GPT-4o family)"),
+                    ("cl100k", "cl100k (GPT-4 family)"),
+                    ("qwen", "Qwen"),
+                    ("deepseek", "DeepSeek"),
+                ],
+                default="o200k",
+                help_text="Which tokenizer family max_tokens is counted in (default o200k: GPT-4o/4.1/5; cl100k: GPT-4/3.5; qwen; deepseek). Saving a new family recounts every node's stored tokens in the background.",
+                max_length=16,
+            ),
         ),
     ]

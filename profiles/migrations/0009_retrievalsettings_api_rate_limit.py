@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0008_retrievalsettings_token_counts_version'),
+        ("profiles", "0008_retrievalsettings_token_counts_version"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='retrievalsettings',
-            name='api_rate_limit_per_minute',
-            field=models.PositiveIntegerField(default=0, help_text='Requests per minute that one API key may make to the REST API; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After. 0 (default) = no limit.'),
+            model_name="retrievalsettings",
+            name="api_rate_limit_per_minute",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Requests per minute that one API key may make to the REST API; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After. 0 (default) = no limit.",
+            ),
         ),
     ]

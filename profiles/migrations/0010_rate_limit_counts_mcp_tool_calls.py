@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0009_retrievalsettings_api_rate_limit'),
+        ("profiles", "0009_retrievalsettings_api_rate_limit"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='api_rate_limit_per_minute',
-            field=models.PositiveIntegerField(default=0, help_text='Requests per minute that one API key may make, REST requests and MCP tool calls counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an MCP tool error saying when to retry). 0 (default) = no limit.'),
+            model_name="retrievalsettings",
+            name="api_rate_limit_per_minute",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Requests per minute that one API key may make, REST requests and MCP tool calls counted together; past it the answer is 429 RESOURCE_EXHAUSTED with Retry-After (an MCP tool error saying when to retry). 0 (default) = no limit.",
+            ),
         ),
     ]

@@ -5,25 +5,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0010_rate_limit_counts_mcp_tool_calls'),
+        ("profiles", "0010_rate_limit_counts_mcp_tool_calls"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='retrievalsettings',
-            name='hybrid_lexical_weight',
-            field=models.FloatField(default=0.5, help_text='In hybrid mode, the lexical side\'s weight w in the fusion (1 − w) × cosine + w × coverage (default 0.5; docs/retrieval.md has the measurements).', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            model_name="retrievalsettings",
+            name="hybrid_lexical_weight",
+            field=models.FloatField(
+                default=0.5,
+                help_text="In hybrid mode, the lexical side's weight w in the fusion (1 − w) × cosine + w × coverage (default 0.5; docs/retrieval.md has the measurements).",
+                validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='retrievalsettings',
-            name='lexical_rescue_coverage',
-            field=models.FloatField(blank=True, help_text="A full-text match holding at least this share of the query's terms passes the score threshold however low its score (default blank: never; docs/retrieval.md).", null=True, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            model_name="retrievalsettings",
+            name="lexical_rescue_coverage",
+            field=models.FloatField(
+                blank=True,
+                help_text="A full-text match holding at least this share of the query's terms passes the score threshold however low its score (default blank: never; docs/retrieval.md).",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='retrievalsettings',
-            name='search_mode',
-            field=models.CharField(choices=[('hybrid', 'hybrid: cosine and lexical coverage fused'), ('vector', 'vector: cosine only'), ('lexical', 'lexical: full-text rank only')], default='hybrid', help_text='How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).', max_length=8),
+            model_name="retrievalsettings",
+            name="search_mode",
+            field=models.CharField(
+                choices=[
+                    ("hybrid", "hybrid: cosine and lexical coverage fused"),
+                    ("vector", "vector: cosine only"),
+                    ("lexical", "lexical: full-text rank only"),
+                ],
+                default="hybrid",
+                help_text="How searches rank when the request names no search_mode (default hybrid; docs/retrieval.md).",
+                max_length=8,
+            ),
         ),
     ]

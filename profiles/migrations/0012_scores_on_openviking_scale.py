@@ -26,26 +26,41 @@ def score_to_cosine(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0011_hybrid_search'),
+        ("profiles", "0011_hybrid_search"),
     ]
 
     operations = [
         migrations.RunPython(cosine_to_score, score_to_cosine),
         migrations.AlterField(
-            model_name='purposeprofile',
-            name='score_threshold',
-            field=models.FloatField(blank=True, help_text="Default score floor for this purpose, 0–1 on OpenViking's score scale, (1 + cosine) / 2 (default blank: the settings' context_score_threshold).", null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            model_name="purposeprofile",
+            name="score_threshold",
+            field=models.FloatField(
+                blank=True,
+                help_text="Default score floor for this purpose, 0–1 on OpenViking's score scale, (1 + cosine) / 2 (default blank: the settings' context_score_threshold).",
+                null=True,
+                validators=[
+                    django.core.validators.MinValueValidator(0.0),
+                    django.core.validators.MaxValueValidator(1.0),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='context_score_threshold',
-            field=models.FloatField(default=0.55, help_text="Score floor of /search mode=context, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55: the 0.1 cosine of before the scale changed).", validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            model_name="retrievalsettings",
+            name="context_score_threshold",
+            field=models.FloatField(
+                default=0.55,
+                help_text="Score floor of /search mode=context, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55: the 0.1 cosine of before the scale changed).",
+                validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)],
+            ),
         ),
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='recall_score_threshold',
-            field=models.FloatField(default=0.675, help_text="Score floor of /recall, on OpenViking's score scale, (1 + cosine) / 2 (default 0.675: the 0.35 cosine of before the scale changed).", validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            model_name="retrievalsettings",
+            name="recall_score_threshold",
+            field=models.FloatField(
+                default=0.675,
+                help_text="Score floor of /recall, on OpenViking's score scale, (1 + cosine) / 2 (default 0.675: the 0.35 cosine of before the scale changed).",
+                validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)],
+            ),
         ),
     ]

@@ -4,35 +4,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0013_recall_relevance_floor'),
+        ("profiles", "0013_recall_relevance_floor"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='recallevent',
-            name='below_threshold',
-            field=models.PositiveIntegerField(default=0, help_text='candidates the threshold cut'),
+            model_name="recallevent",
+            name="below_threshold",
+            field=models.PositiveIntegerField(default=0, help_text="candidates the threshold cut"),
         ),
         migrations.AddField(
-            model_name='recallevent',
-            name='relevance_strong',
-            field=models.BooleanField(blank=True, help_text="whether the best candidate reached /recall's relevance floor (blank: no floor applied)", null=True),
+            model_name="recallevent",
+            name="relevance_strong",
+            field=models.BooleanField(
+                blank=True,
+                help_text="whether the best candidate reached /recall's relevance floor (blank: no floor applied)",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='recallevent',
-            name='score_threshold',
+            model_name="recallevent",
+            name="score_threshold",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='recallevent',
-            name='search_mode',
-            field=models.CharField(blank=True, default='', max_length=8),
+            model_name="recallevent",
+            name="search_mode",
+            field=models.CharField(blank=True, default="", max_length=8),
         ),
         migrations.AddField(
-            model_name='recallevent',
-            name='threshold_source',
-            field=models.CharField(blank=True, default='', help_text='request, recall_preset, purpose or settings', max_length=16),
+            model_name="recallevent",
+            name="threshold_source",
+            field=models.CharField(
+                blank=True, default="", help_text="request, recall_preset, purpose or settings", max_length=16
+            ),
         ),
     ]

@@ -4,20 +4,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0014_recall_event_threshold'),
+        ("profiles", "0014_recall_event_threshold"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='purposeprofile',
-            name='tokenizer_family',
-            field=models.CharField(blank=True, choices=[('o200k', 'o200k: GPT-4o, GPT-4.1, o-series, GPT-5'), ('cl100k', 'cl100k: GPT-4, GPT-3.5'), ('qwen', 'qwen: Qwen 3.5/3.6'), ('deepseek', 'deepseek: DeepSeek V3/V4'), ('estimate', 'estimate: any other model (the estimator)')], default='', help_text="Which tokenizer max_tokens is counted in for this purpose (default blank: the settings' tokenizer_family); a request's `tokenizer` wins.", max_length=16),
+            model_name="purposeprofile",
+            name="tokenizer_family",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("o200k", "o200k: GPT-4o, GPT-4.1, o-series, GPT-5"),
+                    ("cl100k", "cl100k: GPT-4, GPT-3.5"),
+                    ("qwen", "qwen: Qwen 3.5/3.6"),
+                    ("deepseek", "deepseek: DeepSeek V3/V4"),
+                    ("estimate", "estimate: any other model (the estimator)"),
+                ],
+                default="",
+                help_text="Which tokenizer max_tokens is counted in for this purpose (default blank: the settings' tokenizer_family); a request's `tokenizer` wins.",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='tokenizer_family',
-            field=models.CharField(choices=[('o200k', 'o200k: GPT-4o, GPT-4.1, o-series, GPT-5'), ('cl100k', 'cl100k: GPT-4, GPT-3.5'), ('qwen', 'qwen: Qwen 3.5/3.6'), ('deepseek', 'deepseek: DeepSeek V3/V4'), ('estimate', 'estimate: any other model (the estimator)')], default='o200k', help_text='Which tokenizer max_tokens is counted in by default, exactly (default o200k: GPT-4o/4.1/5; cl100k: GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving a new family recounts every node in the background.', max_length=16),
+            model_name="retrievalsettings",
+            name="tokenizer_family",
+            field=models.CharField(
+                choices=[
+                    ("o200k", "o200k: GPT-4o, GPT-4.1, o-series, GPT-5"),
+                    ("cl100k", "cl100k: GPT-4, GPT-3.5"),
+                    ("qwen", "qwen: Qwen 3.5/3.6"),
+                    ("deepseek", "deepseek: DeepSeek V3/V4"),
+                    ("estimate", "estimate: any other model (the estimator)"),
+                ],
+                default="o200k",
+                help_text="Which tokenizer max_tokens is counted in by default, exactly (default o200k: GPT-4o/4.1/5; cl100k: GPT-4/3.5; qwen; deepseek; estimate: any other model). Stored token counts are made in it: saving a new family recounts every node in the background.",
+                max_length=16,
+            ),
         ),
     ]

@@ -4,24 +4,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0015_tokenizer_per_purpose'),
+        ("profiles", "0015_tokenizer_per_purpose"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='retrievalsettings',
-            name='rerank_enabled',
+            model_name="retrievalsettings",
+            name="rerank_enabled",
         ),
         migrations.AlterField(
-            model_name='recallevent',
-            name='endpoint',
-            field=models.CharField(choices=[('search', '/search context'), ('recall', '/recall'), ('bootstrap', '/search bootstrap'), ('mcp:search', 'MCP search context'), ('mcp:recall', 'MCP recall'), ('mcp:bootstrap', 'MCP bootstrap')], max_length=16),
+            model_name="recallevent",
+            name="endpoint",
+            field=models.CharField(
+                choices=[
+                    ("search", "/search context"),
+                    ("recall", "/recall"),
+                    ("bootstrap", "/search bootstrap"),
+                    ("mcp:search", "MCP search context"),
+                    ("mcp:recall", "MCP recall"),
+                    ("mcp:bootstrap", "MCP bootstrap"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='record_recall_events',
-            field=models.BooleanField(default=True, help_text='Record one recall event per /search context or bootstrap and /recall request, REST or MCP, for the traffic dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).'),
+            model_name="retrievalsettings",
+            name="record_recall_events",
+            field=models.BooleanField(
+                default=True,
+                help_text="Record one recall event per /search context or bootstrap and /recall request, REST or MCP, for the traffic dashboard (default on; about 2 ms each on the shared bench machine, bench/RESULTS.md).",
+            ),
         ),
     ]

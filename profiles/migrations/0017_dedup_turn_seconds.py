@@ -5,20 +5,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiles', '0016_drop_rerank_and_recall_event_endpoints'),
+        ("profiles", "0016_drop_rerank_and_recall_event_endpoints"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='retrievalsettings',
-            name='dedup_turn_seconds',
-            field=models.PositiveIntegerField(default=120, help_text='Length of one turn for dedup_turns in a session with no messages (a client that recalls but never posts messages): there a served URI cools for dedup_turns × this many seconds; a session with messages counts turns by its messages (default 120; docs/assembly.md).', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(86400)]),
+            model_name="retrievalsettings",
+            name="dedup_turn_seconds",
+            field=models.PositiveIntegerField(
+                default=120,
+                help_text="Length of one turn for dedup_turns in a session with no messages (a client that recalls but never posts messages): there a served URI cools for dedup_turns × this many seconds; a session with messages counts turns by its messages (default 120; docs/assembly.md).",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(86400),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='retrievalsettings',
-            name='recall_purpose',
-            field=models.SlugField(default='coding', help_text='purpose of /recall when the request gives none; an enabled purpose profile (RFC: coding).', max_length=32),
+            model_name="retrievalsettings",
+            name="recall_purpose",
+            field=models.SlugField(
+                default="coding",
+                help_text="purpose of /recall when the request gives none; an enabled purpose profile (RFC: coding).",
+                max_length=32,
+            ),
         ),
     ]

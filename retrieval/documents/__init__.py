@@ -1,5 +1,6 @@
 """Documents parsed into a neutral section tree (issue 10): one module per format, one shared shaping pass."""
-from ovsite.errors import InvalidArgument
+
+from core.errors import InvalidArgument
 from retrieval.documents.tree import CODE_SECTION_MAX_CHARS, SECTION_MAX_CHARS, Section, flatten, section_names, shape
 
 __all__ = ["Section", "flatten", "shape", "sections_for", "named_sections"]

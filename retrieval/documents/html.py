@@ -1,4 +1,5 @@
 """HTML via BeautifulSoup: h1–h6 start sections; the text of block elements fills them."""
+
 from bs4 import BeautifulSoup
 
 from retrieval.documents.tree import Section

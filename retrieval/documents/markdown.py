@@ -1,4 +1,5 @@
 """Markdown and plain text: ATX headings outside code fences, front matter kept apart."""
+
 import re
 
 import yaml
@@ -19,7 +20,7 @@ def front_matter(text: str) -> tuple[dict, str]:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError:
         return {}, text
-    return (meta if isinstance(meta, dict) else {}), text[match.end():]
+    return (meta if isinstance(meta, dict) else {}), text[match.end() :]
 
 
 def parse(text: str) -> list[Section]:

@@ -1,10 +1,11 @@
 """PDF via pypdf: the extracted text as Markdown, one `## Page N` section a page (outline titles when set)."""
+
 import io
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-from ovsite.errors import InvalidArgument
+from core.errors import InvalidArgument
 
 
 def is_pdf(data: bytes) -> bool:
@@ -35,6 +36,5 @@ def to_markdown(data: bytes) -> str:
     except (PdfReadError, ValueError, KeyError) as exc:
         raise InvalidArgument(f"the PDF cannot be read: {exc}", loc=["temp_file_id"]) from exc
     if not any(part.split("\n\n", 1)[-1].strip() for part in parts):
-        raise InvalidArgument("the PDF holds no extractable text (a scanned PDF needs OCR first)",
-                              loc=["temp_file_id"])
+        raise InvalidArgument("the PDF holds no extractable text (a scanned PDF needs OCR first)", loc=["temp_file_id"])
     return "\n\n".join(parts)

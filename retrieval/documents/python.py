@@ -1,7 +1,8 @@
 """Python source via `ast`: one section per top-level class or function; the module head is the first."""
+
 import ast
 
-from ovsite.errors import InvalidArgument
+from core.errors import InvalidArgument
 from retrieval.documents.tree import Section
 
 

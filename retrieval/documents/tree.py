@@ -1,4 +1,5 @@
 """The neutral section tree every format produces, and the pass that shapes it into stored sections."""
+
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ def _pieces(text: str, limit: int) -> list[str]:
             units.append(paragraph)
             continue
         for sentence in _SENTENCE_END.split(paragraph):
-            units.extend(sentence[i:i + limit] for i in range(0, len(sentence), limit))
+            units.extend(sentence[i : i + limit] for i in range(0, len(sentence), limit))
     pieces, current = [], ""
     for unit in units:
         if current and len(current) + 2 + len(unit) > limit:
@@ -78,8 +79,9 @@ def _heading_and_body(section: Section, text: str) -> tuple[str, str]:
     return "", text
 
 
-def shape(sections: list[Section], min_tokens: int = SECTION_MIN_TOKENS,
-          max_chars: int = SECTION_MAX_CHARS) -> list[Section]:
+def shape(
+    sections: list[Section], min_tokens: int = SECTION_MIN_TOKENS, max_chars: int = SECTION_MAX_CHARS
+) -> list[Section]:
     """Small sections merged into the next one, long ones split to the size cap, empty ones dropped."""
     merged: list[Section] = []
     carry: Section | None = None

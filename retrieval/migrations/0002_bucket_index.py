@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ovsite', '0002_default_account'),
-        ('retrieval', '0001_initial'),
+        ("ovsite", "0002_default_account"),
+        ("retrieval", "0001_initial"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='context',
-            index=models.Index(fields=['account', 'context_type', 'category'], name='context_account_bucket'),
+            model_name="context",
+            index=models.Index(fields=["account", "context_type", "category"], name="context_account_bucket"),
         ),
     ]

@@ -5,35 +5,76 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ovsite', '0002_default_account'),
-        ('retrieval', '0002_bucket_index'),
+        ("ovsite", "0002_default_account"),
+        ("retrieval", "0002_bucket_index"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('category', 'events'), ('context_type', 'memory')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_events', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("category", "events"), ("context_type", "memory")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_events",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('category__in', ('entities', 'profile')), ('context_type', 'memory')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_entities', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("category__in", ("entities", "profile")), ("context_type", "memory")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_entities",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('category', 'preferences'), ('context_type', 'memory')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_preferences', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("category", "preferences"), ("context_type", "memory")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_preferences",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('category', 'experiences'), ('context_type', 'memory')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_experiences', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("category", "experiences"), ("context_type", "memory")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_experiences",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('context_type', 'resource')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_resources', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("context_type", "resource")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_resources",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('context_type', 'skill')), ef_construction=64, fields=['embedding'], m=16, name='context_hnsw_skills', opclasses=['vector_cosine_ops']),
+            model_name="context",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("context_type", "skill")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="context_hnsw_skills",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
     ]

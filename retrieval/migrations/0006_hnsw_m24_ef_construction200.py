@@ -6,6 +6,7 @@ dropped and built again inside the migration's transaction: the table is locked 
 commits, and the builds use the session's `maintenance_work_mem` (README, "HNSW: recall against speed": raise it
 first on a large store).
 """
+
 import pgvector.django.indexes
 from django.db import migrations, models
 
@@ -21,12 +22,17 @@ INDEXES = {"context_embedding_hnsw": None, **{f"context_hnsw_{bucket}": q for bu
 
 
 def hnsw(name: str, condition, m: int, ef_construction: int):
-    return pgvector.django.indexes.HnswIndex(condition=condition, ef_construction=ef_construction,
-                                             fields=["embedding"], m=m, name=name, opclasses=["vector_cosine_ops"])
+    return pgvector.django.indexes.HnswIndex(
+        condition=condition,
+        ef_construction=ef_construction,
+        fields=["embedding"],
+        m=m,
+        name=name,
+        opclasses=["vector_cosine_ops"],
+    )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("retrieval", "0005_newest_first_indexes"),
     ]

@@ -5,6 +5,7 @@ the search partitions cover every node, and a large store's searches in score or
 At 1M real embeddings the whole-table graph found 0.74 of the exact top 10 at ef_search 400, the partitions 0.95
 at 100 (bench/RESULTS.md, scale).
 """
+
 import pgvector.django.indexes
 from django.db import migrations, models
 
@@ -19,7 +20,6 @@ BUCKETS = (
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("ovsite", "0003_rate_limit_cache_table"),
         ("retrieval", "0006_hnsw_m24_ef_construction200"),
@@ -29,7 +29,12 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="context",
             index=pgvector.django.indexes.HnswIndex(
-                condition=models.Q(*BUCKETS, _connector="OR", _negated=True), ef_construction=200,
-                fields=["embedding"], m=24, name="context_hnsw_other", opclasses=["vector_cosine_ops"]),
+                condition=models.Q(*BUCKETS, _connector="OR", _negated=True),
+                ef_construction=200,
+                fields=["embedding"],
+                m=24,
+                name="context_hnsw_other",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
     ]

@@ -23,21 +23,53 @@ $$
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ovsite', '0003_rate_limit_cache_table'),
-        ('retrieval', '0007_search_partitions'),
+        ("ovsite", "0003_rate_limit_cache_table"),
+        ("retrieval", "0007_search_partitions"),
     ]
 
     operations = [
         migrations.RunSQL(LEXICAL_FUNCTION, "DROP FUNCTION ovsite_lexical(text)"),
         migrations.AddField(
-            model_name='context',
-            name='lexemes',
-            field=models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.SearchVector(models.Func('abstract', function='ovsite_lexical', output_field=models.TextField()), config='english', weight='A'), '||', django.contrib.postgres.search.SearchVector(models.Func('overview', function='ovsite_lexical', output_field=models.TextField()), config='english', weight='B'), django.contrib.postgres.search.SearchConfig('english')), '||', django.contrib.postgres.search.SearchVector(models.Func(models.Case(models.When(kind='file', then=django.db.models.functions.text.Left('content', 100000)), default=models.Value('')), function='ovsite_lexical', output_field=models.TextField()), config='english', weight='C'), django.contrib.postgres.search.SearchConfig('english')), output_field=django.contrib.postgres.search.SearchVectorField()),
+            model_name="context",
+            name="lexemes",
+            field=models.GeneratedField(
+                db_persist=True,
+                expression=django.contrib.postgres.search.CombinedSearchVector(
+                    django.contrib.postgres.search.CombinedSearchVector(
+                        django.contrib.postgres.search.SearchVector(
+                            models.Func("abstract", function="ovsite_lexical", output_field=models.TextField()),
+                            config="english",
+                            weight="A",
+                        ),
+                        "||",
+                        django.contrib.postgres.search.SearchVector(
+                            models.Func("overview", function="ovsite_lexical", output_field=models.TextField()),
+                            config="english",
+                            weight="B",
+                        ),
+                        django.contrib.postgres.search.SearchConfig("english"),
+                    ),
+                    "||",
+                    django.contrib.postgres.search.SearchVector(
+                        models.Func(
+                            models.Case(
+                                models.When(kind="file", then=django.db.models.functions.text.Left("content", 100000)),
+                                default=models.Value(""),
+                            ),
+                            function="ovsite_lexical",
+                            output_field=models.TextField(),
+                        ),
+                        config="english",
+                        weight="C",
+                    ),
+                    django.contrib.postgres.search.SearchConfig("english"),
+                ),
+                output_field=django.contrib.postgres.search.SearchVectorField(),
+            ),
         ),
         migrations.AddIndex(
-            model_name='context',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['lexemes'], name='context_lexemes_gin'),
+            model_name="context",
+            index=django.contrib.postgres.indexes.GinIndex(fields=["lexemes"], name="context_lexemes_gin"),
         ),
     ]

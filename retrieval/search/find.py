@@ -1,23 +1,38 @@
 """/find, the retrieval primitive: one query embedding, one SQL statement with every filter pushed down, no LLM."""
-from ovsite.auth import Caller
+
+from core.auth import Caller
 from retrieval.embedders import embed_query
 from retrieval.search.query import RESULT_KEYS, FindQuery, Predicate, scope_predicate
 from retrieval.search.ranking import ranking_for, score_order
 from retrieval.search.statements import HIT_COLUMNS, SearchQuery
 
 
-def ranked_hits(caller: Caller, spec: FindQuery, queries: list[SearchQuery],
-                scope: Predicate | None = None) -> list[dict]:
+def ranked_hits(
+    caller: Caller, spec: FindQuery, queries: list[SearchQuery], scope: Predicate | None = None
+) -> list[dict]:
     """The `spec.limit` best hits for any of `queries` in score order (`retrieval.search.ranking.score_order`)."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
-    return score_order(caller=caller, spec=spec, scope=where, queries=queries, limit=spec.limit, columns=columns,
-                       ranking=ranking_for(spec)).rows
+    return score_order(
+        caller=caller,
+        spec=spec,
+        scope=where,
+        queries=queries,
+        limit=spec.limit,
+        columns=columns,
+        ranking=ranking_for(spec),
+    ).rows
 
 
 def hit_body(row: dict) -> dict:
-    hit = {"context_type": row["context_type"], "uri": row["uri"], "level": 1 if row["kind"] == "dir" else 2,
-           "score": row["score"], "abstract": row["abstract"], "tags": row["tags"]}
+    hit = {
+        "context_type": row["context_type"],
+        "uri": row["uri"],
+        "level": 1 if row["kind"] == "dir" else 2,
+        "score": row["score"],
+        "abstract": row["abstract"],
+        "tags": row["tags"],
+    }
     if "content" in row:
         hit["content"] = row["content"]
     return hit

@@ -1,5 +1,6 @@
 """A search's rows ranked, with no I/O: scores on OpenViking's scale, the vector and lexical sides fused, the score
 threshold applied (docs/retrieval.md)."""
+
 from dataclasses import dataclass
 
 _ROW_ONLY = ("distance", "query", "lexical_rank")
@@ -51,10 +52,19 @@ def fuse(rows: list[dict], ranking: Ranking, grouped: bool) -> list[dict]:
         key = (row["bucket"] if grouped else "", row["uri"])
         kept = best.get(key)
         if kept is None:
-            best[key] = kept = {**{k: v for k, v in row.items() if k not in _ROW_ONLY}, "score": 0.0,
-                                "coverage": 0.0, "fused": float("-inf"), "lexical_rank": 0.0}
-        kept.update(score=max(kept["score"], score_of(row["distance"])), coverage=max(kept["coverage"], coverage),
-                    fused=max(kept["fused"], round(fused, 9)), lexical_rank=max(kept["lexical_rank"], bm25))
+            best[key] = kept = {
+                **{k: v for k, v in row.items() if k not in _ROW_ONLY},
+                "score": 0.0,
+                "coverage": 0.0,
+                "fused": float("-inf"),
+                "lexical_rank": 0.0,
+            }
+        kept.update(
+            score=max(kept["score"], score_of(row["distance"])),
+            coverage=max(kept["coverage"], coverage),
+            fused=max(kept["fused"], round(fused, 9)),
+            lexical_rank=max(kept["lexical_rank"], bm25),
+        )
     return sorted(best.values(), key=lambda row: (-row["fused"], -row["lexical_rank"], -row["score"], row["uri"]))
 
 

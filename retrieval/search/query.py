@@ -1,9 +1,9 @@
 """What a search reads: the request (`FindQuery`), its scope compiled to SQL once, and the partitions it walks."""
+
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from functools import cache, lru_cache
 
 from django.conf import settings
@@ -13,8 +13,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from psycopg import sql as pg_sql
 
-from ovsite.auth import Caller
-from ovsite.errors import InvalidArgument
+from core.auth import Caller
+from core.errors import InvalidArgument
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.selectors import visible_nodes
 from retrieval.uris import MEMORY_CATEGORIES, parse_uri
@@ -50,8 +50,9 @@ class FindQuery:
         # compare against NaN and silently drop the threshold.
         threshold = self.score_threshold
         if threshold is not None and not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
-            raise InvalidArgument("score_threshold must be a number in [0, 1]", loc=["score_threshold"],
-                                  type_="out_of_range")
+            raise InvalidArgument(
+                "score_threshold must be a number in [0, 1]", loc=["score_threshold"], type_="out_of_range"
+            )
 
 
 def parse_time(value: str, name: str) -> datetime:
@@ -72,15 +73,14 @@ def parse_time(value: str, name: str) -> datetime:
         moment = None
     if moment is None:
         raise InvalidArgument(f"{name} must be an ISO 8601 date/datetime or a span like 7d", loc=[name])
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
 def _filter_q(spec: dict) -> Q:
     q = Q()
     for key, value in spec.items():
         if key not in FILTER_FIELDS:
-            raise InvalidArgument(f"filter field {key!r} is not one of {', '.join(FILTER_FIELDS)}",
-                                  loc=["filter", key])
+            raise InvalidArgument(f"filter field {key!r} is not one of {', '.join(FILTER_FIELDS)}", loc=["filter", key])
         values = value if isinstance(value, list) else [value]
         if not values or not all(isinstance(v, str) for v in values):
             raise InvalidArgument("filter values are strings or lists of strings", loc=["filter", key])
@@ -134,8 +134,9 @@ def _compiled(rows) -> Predicate:
 def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
     """The scope and every filter of `spec` compiled once per request. Building and compiling an ORM queryset
     per sub-query cost more than the vector searches themselves (bench/RESULTS.md, profile of /search)."""
-    unfiltered = not (spec.target_uris or spec.context_types or spec.levels or spec.tags or spec.since
-                      or spec.until or spec.filter)
+    unfiltered = not (
+        spec.target_uris or spec.context_types or spec.levels or spec.tags or spec.since or spec.until or spec.filter
+    )
     return _unfiltered_scope(caller) if unfiltered else _compiled(scoped_rows(caller, spec))
 
 
@@ -182,8 +183,9 @@ def search_partitions(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
     rule."""
     possible = set(SEARCH_PARTITIONS)
     if spec.target_uris:
-        possible = {"other"}.union(*(_target_partitions(parse_uri(raw, user_id=caller.user_id))
-                                     for raw in spec.target_uris))
+        possible = {"other"}.union(
+            *(_target_partitions(parse_uri(raw, user_id=caller.user_id)) for raw in spec.target_uris)
+        )
     return tuple(name for name in SEARCH_PARTITIONS if name in possible)
 
 
@@ -224,7 +226,9 @@ def account_size(account_id: int) -> int:
     read = _account_sizes.get(account_id)
     if read is None or now - read[0] > 60:
         with connection.cursor() as cursor:
-            cursor.execute('SELECT count(*) FROM "retrieval_context" WHERE "account_id" = %s AND "state" = %s',
-                           [account_id, "ready"])
+            cursor.execute(
+                'SELECT count(*) FROM "retrieval_context" WHERE "account_id" = %s AND "state" = %s',
+                [account_id, "ready"],
+            )
             read = _account_sizes[account_id] = (now, cursor.fetchone()[0])
     return read[1]

@@ -1,10 +1,11 @@
 """The two searches every surface is made of, each one statement: score order across domains (/find, list mode,
 context without a purpose) and per bucket (purposes and quotas)."""
+
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from ovsite.auth import Caller
+from core.auth import Caller
 from profiles.selectors import current_settings
 from retrieval.search.fusion import Ranking, above_threshold, fuse, relevance_cut
 from retrieval.search.query import FindQuery, Predicate, account_size, score_order_scans
@@ -28,9 +29,12 @@ def ranking_for(spec: FindQuery, settings_row=None, relevance_floor: float | Non
     settings_row = settings_row or current_settings()
     mode = spec.search_mode or settings_row.search_mode
     # A BM25 order has no chance level: the floor is for hybrid and vector searches (retrieval.search.calibration).
-    return Ranking(mode=mode, lexical_weight=settings_row.hybrid_lexical_weight,
-                   rescue_coverage=settings_row.lexical_rescue_coverage,
-                   relevance_floor=relevance_floor if mode != "lexical" else None)
+    return Ranking(
+        mode=mode,
+        lexical_weight=settings_row.hybrid_lexical_weight,
+        rescue_coverage=settings_row.lexical_rescue_coverage,
+        relevance_floor=relevance_floor if mode != "lexical" else None,
+    )
 
 
 # A hybrid search fuses at least this many of each side's best before it keeps its `limit`: a node ranked 15th by
@@ -40,8 +44,16 @@ def ranking_for(spec: FindQuery, settings_row=None, relevance_floor: float | Non
 HYBRID_DEPTH = 30
 
 
-def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: list[SearchQuery], limit: int,
-                columns: tuple[str, ...], ranking: Ranking) -> Found:
+def score_order(
+    *,
+    caller: Caller,
+    spec: FindQuery,
+    scope: Predicate,
+    queries: list[SearchQuery],
+    limit: int,
+    columns: tuple[str, ...],
+    ranking: Ranking,
+) -> Found:
     """The `limit` best of `scope` for any of `queries`, fused, above `spec.score_threshold`. The k-nearest
     side walks the whole table's graph or the search partitions (`score_order_scans`); the full-text side reads
     the one GIN index, BM25 over the matches."""
@@ -49,29 +61,45 @@ def score_order(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: l
     partitions = score_order_scans(caller, spec)
     nearest = [(label, depth) for label in partitions or (EVERYTHING,)] if ranking.nearest else []
     lexical = [(EVERYTHING, depth)] if ranking.lexical else []
-    statement = search_statement(scope, queries, columns, nearest, lexical,
-                                 account_size(caller.account_id) if lexical else 0)
+    statement = search_statement(
+        scope, queries, columns, nearest, lexical, account_size(caller.account_id) if lexical else 0
+    )
     # One query: its nearest `depth` of all partitions are the answer, so only they come back.
-    rows = fetch_statement(statement, prepare=True, limit=depth if len(queries) == 1 else None,
-                           ef_search=settings.HNSW_WIDE_EF_SEARCH)
+    rows = fetch_statement(
+        statement, prepare=True, limit=depth if len(queries) == 1 else None, ef_search=settings.HNSW_WIDE_EF_SEARCH
+    )
     kept, below = above_threshold(fuse(rows, ranking, grouped=False), spec.score_threshold, ranking)
     served, strong = relevance_cut(kept[:limit], ranking.relevance_floor)
     return Found(served, below, ranking, strong)
 
 
-def by_bucket(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: list[SearchQuery],
-              counts: list[tuple[str, int]], columns: tuple[str, ...], ranking: Ranking,
-              pool: int | None = None) -> Found:
+def by_bucket(
+    *,
+    caller: Caller,
+    spec: FindQuery,
+    scope: Predicate,
+    queries: list[SearchQuery],
+    counts: list[tuple[str, int]],
+    columns: tuple[str, ...],
+    ranking: Ranking,
+    pool: int | None = None,
+) -> Found:
     """Each bucket's `count` best for any of `queries` (buckets searched on their own, so a weak bucket is not
     crowded out by a strong one), fused within the bucket, above `spec.score_threshold`; rows carry their
     `bucket`, best first. With a `pool`, the counts are shares of it: places a bucket cannot fill (it holds too
     few candidates) go to the best of the others, so a store of one kind still fills its pool."""
     fetch = [(bucket, max(count, pool or 0)) for bucket, count in counts]
-    statement = search_statement(scope, queries, columns, fetch if ranking.nearest else [],
-                                 fetch if ranking.lexical else [],
-                                 account_size(caller.account_id) if ranking.lexical else 0)
-    kept, below = above_threshold(fuse(fetch_statement(statement, prepare=True), ranking, grouped=True),
-                                  spec.score_threshold, ranking)
+    statement = search_statement(
+        scope,
+        queries,
+        columns,
+        fetch if ranking.nearest else [],
+        fetch if ranking.lexical else [],
+        account_size(caller.account_id) if ranking.lexical else 0,
+    )
+    kept, below = above_threshold(
+        fuse(fetch_statement(statement, prepare=True), ranking, grouped=True), spec.score_threshold, ranking
+    )
     room = dict(counts)
     chosen, spare = set(), []
     for index, row in enumerate(kept):
@@ -81,6 +109,6 @@ def by_bucket(*, caller: Caller, spec: FindQuery, scope: Predicate, queries: lis
         else:
             spare.append(index)
     if pool is not None:
-        chosen.update(spare[:max(0, pool - len(chosen))])
+        chosen.update(spare[: max(0, pool - len(chosen))])
     served, strong = relevance_cut([kept[index] for index in sorted(chosen)], ranking.relevance_floor)
     return Found(served, below, ranking, strong)

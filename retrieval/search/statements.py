@@ -1,5 +1,6 @@
 """The SQL of a search: k-nearest scans of the HNSW indexes, full-text scans of the lexical index, and the one
 statement (one round trip) that runs them all (docs/retrieval.md)."""
+
 from dataclasses import dataclass
 from functools import cache
 
@@ -39,8 +40,10 @@ def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
     """(a named subquery holding the vector, the expression that reads it). A statement with several scans of one
     query vector then carries its ~7 KB of text once instead of once per scan; the HNSW scans take the read as a
     one-time parameter, as they would a literal."""
-    return (Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector)", (vector_text(vector),)),
-            Predicate(f"(SELECT vector FROM {name})"))
+    return (
+        Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector)", (vector_text(vector),)),
+        Predicate(f"(SELECT vector FROM {name})"),
+    )
 
 
 # A term more than this share of the store holds is a stop word of this store (PostgreSQL's statistics of the
@@ -54,11 +57,13 @@ STOP_WORDS_FROM = 1000
 STORE_TERMS = Predicate(
     "store_terms AS MATERIALIZED (SELECT elem, freq FROM pg_stats, unnest(most_common_elems::text::text[], "
     "most_common_elem_freqs) AS common(elem, freq) WHERE schemaname = current_schema() "
-    "AND tablename = 'retrieval_context' AND attname = 'lexemes')")
+    "AND tablename = 'retrieval_context' AND attname = 'lexemes')"
+)
 
 
-def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
-                  scope_size: int, stop_words: bool = True) -> list[Predicate]:
+def lexical_terms(
+    index: int, text: str, scope: Predicate, buckets: list[str], scope_size: int, stop_words: bool = True
+) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Search modes"):
 
     - terms_i: the query's distinct lexemes but the store's stop words (with `stop_words`: `STORE_TERMS` is
@@ -71,32 +76,41 @@ def lexical_terms(index: int, text: str, scope: Predicate, buckets: list[str],
       among the matches and N the scope's size (`scope_size`, or the matches when more): a term that most nodes
       hold (the user, 用户) weighs little beside a name that few hold, which ts_rank cannot do. Counted in the
       account, it answers the same whatever other accounts hold."""
-    common = ("AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s AND elem IS NOT NULL)"
-              if stop_words else "")
-    bucket = ("'all'" if buckets == [EVERYTHING] else
-              "CASE " + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
-              + " END")
+    common = "AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s AND elem IS NOT NULL)" if stop_words else ""
+    bucket = (
+        "'all'"
+        if buckets == [EVERYTHING]
+        else "CASE "
+        + " ".join(f"WHEN {partition_predicate(name).sql} THEN {_label(name)}" for name in buckets)
+        + " END"
+    )
     return [
         # A lexeme is quoted for the tsquery as a literal is for SQL (a quote doubled); the rare one holding a
         # backslash, which the two quote differently, is left out. OFFSET 0 keeps the kept terms one subquery,
         # computed once, where the planner would inline it into each of its three uses.
-        Predicate(f"terms_{index} AS MATERIALIZED (SELECT coalesce(array_to_string(ARRAY(SELECT quote_literal(term) "
-                  f"FROM unnest(kept) AS term), ' | '), '')::tsquery AS match, kept AS terms, ARRAY(SELECT "
-                  f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
-                  f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
-                  f"WHERE strpos(term, chr(92)) = 0 {common}) AS kept OFFSET 0) AS query_terms)",
-                  (text, COMMON_TERM_SHARE) if stop_words else (text,)),
+        Predicate(
+            f"terms_{index} AS MATERIALIZED (SELECT coalesce(array_to_string(ARRAY(SELECT quote_literal(term) "
+            f"FROM unnest(kept) AS term), ' | '), '')::tsquery AS match, kept AS terms, ARRAY(SELECT "
+            f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
+            f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
+            f"WHERE strpos(term, chr(92)) = 0 {common}) AS kept OFFSET 0) AS query_terms)",
+            (text, COMMON_TERM_SHARE) if stop_words else (text,),
+        ),
         # A node's terms by one tsvector probe each (a binary search), not a scan of all its lexemes.
-        Predicate(f"matched_{index} AS MATERIALIZED (SELECT {TABLE}.\"id\", length({LEXEMES}) AS size, "
-                  f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index}), (SELECT probes FROM "
-                  f"terms_{index})) AS probe(term, query) WHERE {LEXEMES} @@ probe.query) AS hits, {bucket} AS bucket "
-                  f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
-                  scope.params),
-        Predicate(f"idf_{index} AS MATERIALIZED (SELECT term, probe, ln(1 + (greatest(%s, (SELECT count(*) FROM "
-                  f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, (SELECT "
-                  f"count(*) FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM "
-                  f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe)) AS counted)",
-                  (scope_size,)),
+        Predicate(
+            f'matched_{index} AS MATERIALIZED (SELECT {TABLE}."id", length({LEXEMES}) AS size, '
+            f"ARRAY(SELECT term FROM unnest((SELECT terms FROM terms_{index}), (SELECT probes FROM "
+            f"terms_{index})) AS probe(term, query) WHERE {LEXEMES} @@ probe.query) AS hits, {bucket} AS bucket "
+            f"FROM {TABLE} WHERE ({scope.sql}) AND {LEXEMES} @@ (SELECT match FROM terms_{index}))",
+            scope.params,
+        ),
+        Predicate(
+            f"idf_{index} AS MATERIALIZED (SELECT term, probe, ln(1 + (greatest(%s, (SELECT count(*) FROM "
+            f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, (SELECT "
+            f"count(*) FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM "
+            f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe)) AS counted)",
+            (scope_size,),
+        ),
     ]
 
 
@@ -115,23 +129,35 @@ def _coverage(lexemes: str, index: int | None) -> str:
     without a lexical side."""
     if index is None:
         return "NULL::real"
-    return (f"((SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE {lexemes} @@ probe) "
-            f"/ (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}))::real")
+    return (
+        f"((SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE {lexemes} @@ probe) "
+        f"/ (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}))::real"
+    )
 
 
-def nearest_select(where: Predicate, vector: Predicate, columns: tuple[str, ...], limit: int, label: str,
-                   query: int = 0, gate: bool = False, lexical: bool = False) -> Predicate:
+def nearest_select(
+    where: Predicate,
+    vector: Predicate,
+    columns: tuple[str, ...],
+    limit: int,
+    label: str,
+    query: int = 0,
+    gate: bool = False,
+    lexical: bool = False,
+) -> Predicate:
     """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order), with each row's
     coverage of the query's terms when the search has a `lexical` side.
 
     With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
     probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
-    sql = (f'(SELECT {_columns(columns, TABLE)}, '
-           f'("retrieval_context"."embedding" <=> {vector.sql}) AS distance, {_label(label)} AS bucket, '
-           f'{int(query)} AS query, NULL::real AS lexical_rank, '
-           f'{_coverage(LEXEMES, query if lexical else None)} '
-           f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)')
+    sql = (
+        f"(SELECT {_columns(columns, TABLE)}, "
+        f'("retrieval_context"."embedding" <=> {vector.sql}) AS distance, {_label(label)} AS bucket, '
+        f"{int(query)} AS query, NULL::real AS lexical_rank, "
+        f"{_coverage(LEXEMES, query if lexical else None)} "
+        f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)'
+    )
     return Predicate(sql, vector.params + where.params + (where.params if gate else ()) + (limit,))
 
 
@@ -144,21 +170,29 @@ BM25_K1, BM25_B = 1.2, 0.75
 def lexical_select(index: int, vector: Predicate, columns: tuple[str, ...], counts: list[tuple[str, int]]) -> Predicate:
     """Query `index`'s best full-text matches by BM25, `count` per bucket of `counts` (EVERYTHING: all one), with
     each one's cosine distance to the query vector (its score) and its coverage."""
-    room = (f"{counts[0][1]}" if counts[0][0] == EVERYTHING else
-            "CASE ranked.bucket " + " ".join(f"WHEN {_label(name)} THEN {int(count)}" for name, count in counts)
-            + " END")
-    bm25 = (f"matches.weight * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * matches.size "
-            "/ greatest(corpus.mean_size, 1)))")
-    sql = (f'(SELECT {_columns(columns, TABLE)}, ({TABLE}."embedding" <=> {vector.sql}) AS distance, '
-           f'ranked.bucket, {int(index)} AS query, ranked.bm25::real AS lexical_rank, '
-           f'ranked.coverage::real AS coverage '
-           f'FROM (SELECT matches.id, matches.bucket, {bm25} AS bm25, matches.weight / corpus.total AS coverage, '
-           f'row_number() OVER (PARTITION BY matches.bucket ORDER BY {bm25} DESC, matches.id) AS place '
-           f'FROM (SELECT id, bucket, size, (SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE term = ANY(hits)) '
-           f'AS weight FROM matched_{index} WHERE bucket IS NOT NULL) AS matches, '
-           f'(SELECT avg(size) AS mean_size, (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}) AS total '
-           f'FROM matched_{index}) AS corpus) AS ranked '
-           f'JOIN {TABLE} ON {TABLE}."id" = ranked.id WHERE ranked.place <= {room})')
+    room = (
+        f"{counts[0][1]}"
+        if counts[0][0] == EVERYTHING
+        else "CASE ranked.bucket "
+        + " ".join(f"WHEN {_label(name)} THEN {int(count)}" for name, count in counts)
+        + " END"
+    )
+    bm25 = (
+        f"matches.weight * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * matches.size "
+        "/ greatest(corpus.mean_size, 1)))"
+    )
+    sql = (
+        f'(SELECT {_columns(columns, TABLE)}, ({TABLE}."embedding" <=> {vector.sql}) AS distance, '
+        f"ranked.bucket, {int(index)} AS query, ranked.bm25::real AS lexical_rank, "
+        f"ranked.coverage::real AS coverage "
+        f"FROM (SELECT matches.id, matches.bucket, {bm25} AS bm25, matches.weight / corpus.total AS coverage, "
+        f"row_number() OVER (PARTITION BY matches.bucket ORDER BY {bm25} DESC, matches.id) AS place "
+        f"FROM (SELECT id, bucket, size, (SELECT coalesce(sum(idf), 0) FROM idf_{index} WHERE term = ANY(hits)) "
+        f"AS weight FROM matched_{index} WHERE bucket IS NOT NULL) AS matches, "
+        f"(SELECT avg(size) AS mean_size, (SELECT greatest(sum(idf), 1e-9) FROM idf_{index}) AS total "
+        f"FROM matched_{index}) AS corpus) AS ranked "
+        f'JOIN {TABLE} ON {TABLE}."id" = ranked.id WHERE ranked.place <= {room})'
+    )
     return Predicate(sql, vector.params)
 
 
@@ -166,8 +200,14 @@ def _within(scope: Predicate, label: str) -> Predicate:
     return scope if label == EVERYTHING else scope & partition_predicate(label)
 
 
-def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tuple[str, ...],
-                     nearest: list[tuple[str, int]], lexical: list[tuple[str, int]], scope_size: int = 0) -> Statement:
+def search_statement(
+    scope: Predicate,
+    queries: list[SearchQuery],
+    columns: tuple[str, ...],
+    nearest: list[tuple[str, int]],
+    lexical: list[tuple[str, int]],
+    scope_size: int = 0,
+) -> Statement:
     """One statement for every (scan, query): a k-nearest select per `nearest` (label, count) and one full-text
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
@@ -178,17 +218,27 @@ def search_statement(scope: Predicate, queries: list[SearchQuery], columns: tupl
         holder, read = shared_vector(f"query_{index}", query.vector)
         common.append(holder)
         if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
-            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size,
-                                    stop_words)
+            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size, stop_words)
             lexical_selects.append(lexical_select(index, read, columns, lexical))
-        nearest_selects += [nearest_select(_within(scope, label), read, columns, count, label, index,
-                                           gate=label not in (EVERYTHING, "other"), lexical=bool(lexical))
-                            for label, count in nearest]
+        nearest_selects += [
+            nearest_select(
+                _within(scope, label),
+                read,
+                columns,
+                count,
+                label,
+                index,
+                gate=label not in (EVERYTHING, "other"),
+                lexical=bool(lexical),
+            )
+            for label, count in nearest
+        ]
     return Statement(nearest_selects, lexical_selects, tuple(common))
 
 
-def fetch_statement(statement: Statement, prepare: bool = False, limit: int | None = None,
-                    ef_search: int | None = None) -> list[dict]:
+def fetch_statement(
+    statement: Statement, prepare: bool = False, limit: int | None = None, ef_search: int | None = None
+) -> list[dict]:
     """The statement in one round trip, rows as dicts. With `limit`, only the nearest `limit` rows of all the
     k-nearest selects come back (the full-text selects are already cut to their count). With `prepare`, the
     statement is bound server-side and prepared once it repeats (see `prepared_cursor`). An `ef_search` other than
@@ -202,7 +252,7 @@ def fetch_statement(statement: Statement, prepare: bool = False, limit: int | No
         with connection.cursor() as cursor:
             cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
     try:
-        with (prepared_cursor() if prepare else connection.cursor()) as cursor:
+        with prepared_cursor() if prepare else connection.cursor() as cursor:
             cursor.execute(sql, params)
             return _rows(cursor)
     finally:

@@ -5,68 +5,120 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('ovsite', '0002_default_account'),
+        ("ovsite", "0002_default_account"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('session_id', models.CharField(max_length=128)),
-                ('user', models.CharField(max_length=64)),
-                ('total_message_count', models.PositiveIntegerField(default=0, help_text='Messages ever added; never decreases, so the recall ledger can count turns by it.')),
-                ('archive_overview', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='ovsite.account')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("session_id", models.CharField(max_length=128)),
+                ("user", models.CharField(max_length=64)),
+                (
+                    "total_message_count",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Messages ever added; never decreases, so the recall ledger can count turns by it.",
+                    ),
+                ),
+                ("archive_overview", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sessions", to="ovsite.account"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RecallLedgerEntry',
+            name="RecallLedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uri', models.CharField(max_length=1024)),
-                ('detail', models.CharField(choices=[('full', 'full'), ('overview', 'overview'), ('abstract', 'abstract'), ('uri', 'uri')], max_length=8)),
-                ('msg_index', models.PositiveIntegerField(help_text="The session's total_message_count when the URI was served.")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ledger', to='sessions_app.session')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uri", models.CharField(max_length=1024)),
+                (
+                    "detail",
+                    models.CharField(
+                        choices=[("full", "full"), ("overview", "overview"), ("abstract", "abstract"), ("uri", "uri")],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "msg_index",
+                    models.PositiveIntegerField(help_text="The session's total_message_count when the URI was served."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="ledger", to="sessions_app.session"
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'recall ledger entries',
+                "verbose_name_plural": "recall ledger entries",
             },
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField(help_text="0-based: the session's total_message_count before the insert.")),
-                ('role', models.CharField(choices=[('user', 'user'), ('assistant', 'assistant'), ('system', 'system'), ('tool', 'tool')], max_length=16)),
-                ('content', models.TextField(blank=True, default='', help_text='The text parts joined by newlines when the client sent parts.')),
-                ('parts', models.JSONField(blank=True, default=list, help_text='The typed parts as sent; empty for plain content.')),
-                ('peer_id', models.CharField(blank=True, default='', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='sessions_app.session')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "index",
+                    models.PositiveIntegerField(
+                        help_text="0-based: the session's total_message_count before the insert."
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("user", "user"), ("assistant", "assistant"), ("system", "system"), ("tool", "tool")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "content",
+                    models.TextField(
+                        blank=True,
+                        default="",
+                        help_text="The text parts joined by newlines when the client sent parts.",
+                    ),
+                ),
+                (
+                    "parts",
+                    models.JSONField(
+                        blank=True, default=list, help_text="The typed parts as sent; empty for plain content."
+                    ),
+                ),
+                ("peer_id", models.CharField(blank=True, default="", max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="sessions_app.session"
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['account', 'user', '-updated_at'], name='session_user_recent'),
+            model_name="session",
+            index=models.Index(fields=["account", "user", "-updated_at"], name="session_user_recent"),
         ),
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.UniqueConstraint(fields=('account', 'session_id'), name='session_unique_per_account'),
+            model_name="session",
+            constraint=models.UniqueConstraint(fields=("account", "session_id"), name="session_unique_per_account"),
         ),
         migrations.AddIndex(
-            model_name='recallledgerentry',
-            index=models.Index(fields=['session', 'msg_index'], name='ledger_session_turn'),
+            model_name="recallledgerentry",
+            index=models.Index(fields=["session", "msg_index"], name="ledger_session_turn"),
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(fields=('session', 'index'), name='message_index_unique'),
+            model_name="message",
+            constraint=models.UniqueConstraint(fields=("session", "index"), name="message_index_unique"),
         ),
     ]

@@ -6,29 +6,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0001_initial'),
+        ("sessions_app", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Commit',
+            name="Commit",
             fields=[
-                ('id', models.UUIDField(primary_key=True, serialize=False)),
-                ('archive_before', models.PositiveIntegerField(help_text='Messages with a lower index are archived.')),
-                ('event_tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=64), blank=True, default=list, help_text="Tags for the event memories, from the request's extraction_metadata.", size=None)),
-                ('archived_messages', models.PositiveIntegerField(default=0)),
-                ('archived_at', models.DateTimeField(blank=True, null=True)),
-                ('archive_summary', models.CharField(choices=[('pending', 'pending'), ('off', 'off: no LLM'), ('skipped', 'skipped: nothing archived'), ('ok', 'ok'), ('failed', 'failed')], default='pending', help_text='The LLM-condensed archive overview; without it the digest stays.', max_length=8)),
-                ('extraction', models.CharField(choices=[('pending', 'pending'), ('off', 'off: no LLM'), ('skipped', 'skipped: nothing archived'), ('ok', 'ok'), ('failed', 'failed')], default='pending', max_length=8)),
-                ('memories_extracted', models.PositiveIntegerField(default=0, help_text='Memory files written (new or updated).')),
-                ('memories_deduplicated', models.PositiveIntegerField(default=0, help_text='Not written: a near-duplicate exists.')),
-                ('memories_skipped', models.PositiveIntegerField(default=0, help_text="Invalid items of the LLM's answer.")),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='commits', to='sessions_app.session')),
+                ("id", models.UUIDField(primary_key=True, serialize=False)),
+                ("archive_before", models.PositiveIntegerField(help_text="Messages with a lower index are archived.")),
+                (
+                    "event_tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=64),
+                        blank=True,
+                        default=list,
+                        help_text="Tags for the event memories, from the request's extraction_metadata.",
+                        size=None,
+                    ),
+                ),
+                ("archived_messages", models.PositiveIntegerField(default=0)),
+                ("archived_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "archive_summary",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("off", "off: no LLM"),
+                            ("skipped", "skipped: nothing archived"),
+                            ("ok", "ok"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        help_text="The LLM-condensed archive overview; without it the digest stays.",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "extraction",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("off", "off: no LLM"),
+                            ("skipped", "skipped: nothing archived"),
+                            ("ok", "ok"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "memories_extracted",
+                    models.PositiveIntegerField(default=0, help_text="Memory files written (new or updated)."),
+                ),
+                (
+                    "memories_deduplicated",
+                    models.PositiveIntegerField(default=0, help_text="Not written: a near-duplicate exists."),
+                ),
+                (
+                    "memories_skipped",
+                    models.PositiveIntegerField(default=0, help_text="Invalid items of the LLM's answer."),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="commits", to="sessions_app.session"
+                    ),
+                ),
             ],
         ),
     ]

@@ -10,21 +10,22 @@ def commit_tasks_belong_to_the_session_user(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ovsite', '0002_default_account'),
-        ('retrieval', '0004_processing_task_owner'),
-        ('sessions_app', '0002_commit'),
+        ("ovsite", "0002_default_account"),
+        ("retrieval", "0004_processing_task_owner"),
+        ("sessions_app", "0002_commit"),
     ]
 
     operations = [
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.UniqueConstraint(fields=('account', 'user', 'session_id'), name='session_unique_per_user'),
+            model_name="session",
+            constraint=models.UniqueConstraint(
+                fields=("account", "user", "session_id"), name="session_unique_per_user"
+            ),
         ),
         migrations.RemoveConstraint(
-            model_name='session',
-            name='session_unique_per_account',
+            model_name="session",
+            name="session_unique_per_account",
         ),
         migrations.RunPython(commit_tasks_belong_to_the_session_user, migrations.RunPython.noop),
     ]

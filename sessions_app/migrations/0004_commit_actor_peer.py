@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0003_session_unique_per_user'),
+        ("sessions_app", "0003_session_unique_per_user"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='commit',
-            name='actor_peer',
-            field=models.CharField(blank=True, default='', help_text='The commit request\'s X-OpenViking-Actor-Peer: the peer of the extracted memories when the archived messages do not name exactly one (docs/retrieval.md, "Peers").', max_length=64),
+            model_name="commit",
+            name="actor_peer",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text='The commit request\'s X-OpenViking-Actor-Peer: the peer of the extracted memories when the archived messages do not name exactly one (docs/retrieval.md, "Peers").',
+                max_length=64,
+            ),
         ),
     ]

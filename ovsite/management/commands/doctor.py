@@ -1,5 +1,6 @@
 """`manage.py doctor`: every check of `GET /ready` (the same function, ovsite/readiness.py), with the errors behind
 the failed ones, then the configuration's warnings. Exits non-zero when a check fails; warnings alone do not."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,8 +8,10 @@ from ovsite import readiness
 
 
 class Command(BaseCommand):
-    help = ("Prints every check of GET /ready (database, migrations, embedder, stored vectors, broker, workers) and "
-            "the configuration's warnings; exits with 1 when a check fails.")
+    help = (
+        "Prints every check of GET /ready (database, migrations, embedder, stored vectors, broker, workers) and "
+        "the configuration's warnings; exits with 1 when a check fails."
+    )
     requires_system_checks = []  # they are part of the report, and must not stop it
 
     def handle(self, *args, **options):
@@ -23,8 +26,9 @@ class Command(BaseCommand):
             if check.error:
                 self.stdout.write(f"  {''.ljust(name_width)}  {''.ljust(status_width)}  error: {check.error}")
         warnings = readiness.configuration_warnings()
-        self.stdout.write(f"\nConfiguration warnings ({len(warnings)}):" if warnings
-                          else "\nNo configuration warnings.")
+        self.stdout.write(
+            f"\nConfiguration warnings ({len(warnings)}):" if warnings else "\nNo configuration warnings."
+        )
         for warning in warnings:
             self.stdout.write(self.style.WARNING(f"  - {warning}"))
         failed = readiness.failed(checks)

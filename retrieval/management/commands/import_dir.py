@@ -3,8 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from ovsite.models import DEFAULT_ACCOUNT, DEFAULT_USER, Account
-from ovsite.auth import Caller
+from core.auth import Caller
+from core.models import DEFAULT_ACCOUNT, DEFAULT_USER, Account
 from retrieval.importing import import_directory, local_files
 
 
