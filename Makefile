@@ -7,14 +7,16 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 WEB_CONCURRENCY ?= 2
 
-.PHONY: run serve test install browser test-services pg-start pg-stop migrate bench bench-tokens bench-vs-openviking \
-	bench-scale clean
+.PHONY: run serve test test-fast lint install browser test-services pg-start pg-stop migrate bench bench-tokens \
+	bench-vs-openviking bench-scale clean
 
-# Three layers in one venv, each installed when its list changes and never again: the server's (requirements.txt:
-# `make run`, `make serve`), the tests' on top of it (`make test`), the benchmarks' on top of those (`make bench*`).
+# Four layers in one venv, each installed when its list changes and never again: the server's (requirements.txt:
+# `make run`, `make serve`), the tests' on top of it (`make test`), the benchmarks' on top of those (`make bench*`),
+# and the linters' on the server's (`make lint`: import-linter reads django's source for a contract).
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
+LINT_STAMP := $(VENV)/.installed-lint
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +31,10 @@ $(TEST_STAMP): requirements-test.txt $(RUNTIME_STAMP)
 
 $(BENCH_STAMP): bench/requirements.txt $(TEST_STAMP)
 	$(PIP_INSTALL) -r bench/requirements.txt
+	@touch $@
+
+$(LINT_STAMP): requirements-lint.txt $(RUNTIME_STAMP)
+	$(PIP_INSTALL) -r requirements-lint.txt
 	@touch $@
 
 install: $(RUNTIME_STAMP)
@@ -76,10 +82,20 @@ browser:
 test: $(TEST_STAMP) pg-start browser test-services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: $(BENCH_STAMP) migrate
-	$(PY) bench/find_latency.py
+# The `unit` lane (pytest.ini): no database, no server, no browser; PostgreSQL need not be running.
+test-fast: $(TEST_STAMP)
+	$(PY) -m pytest -m unit $(PYTEST_ARGS)
 
-# The estimator's fit (bench/tokens.py) in its own venv: numpy, scipy and HF tokenizers beside the real tokenizers.
+# ruff's linter and formatter check (ruff.toml) and the layers' contracts (.importlinter); `.ci/run` runs it first.
+lint: $(LINT_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
+
+bench: $(BENCH_STAMP) migrate
+	$(PY) -m bench.find_latency $(BENCH_ARGS)
+
+# The estimator's fit (bench.tokens) in its own venv: numpy, scipy and HF tokenizers beside the real tokenizers.
 TOKENS_VENV := bench/.venv-tokens
 $(TOKENS_VENV)/.installed: bench/requirements-tokens.txt
 	@test -x $(TOKENS_VENV)/bin/python || $(PYTHON) -m venv $(TOKENS_VENV) || python3 -m venv $(TOKENS_VENV)
@@ -87,14 +103,14 @@ $(TOKENS_VENV)/.installed: bench/requirements-tokens.txt
 	@touch $@
 
 bench-tokens: $(TOKENS_VENV)/.installed
-	$(TOKENS_VENV)/bin/python bench/tokens.py
+	$(TOKENS_VENV)/bin/python -m bench.tokens $(BENCH_ARGS)
 
 # OpenViking 0.5.2 from PyPI in bench/.venv-openviking (created by the script, bench only); see bench/vs_openviking.
 bench-vs-openviking: $(BENCH_STAMP) migrate
-	$(PY) bench/vs_openviking/run.py $(BENCH_ARGS)
+	$(PY) -m bench.vs_openviking.run $(BENCH_ARGS)
 
 bench-scale: $(BENCH_STAMP) migrate
-	$(PY) bench/scale.py $(BENCH_ARGS)
+	$(PY) -m bench.scale $(BENCH_ARGS)
 
 clean: pg-stop
 	rm -rf var

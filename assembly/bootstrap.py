@@ -1,4 +1,4 @@
-"""The bootstrap provider (RFC §3.6, DESIGN.md §5): mode="bootstrap" takes its candidates from a declared slot
+"""The bootstrap provider (RFC §3.6, docs/design.md §5): mode="bootstrap" takes its candidates from a declared slot
 manifest instead of retrieval hits — no query, no embedding, no LLM. Each slot yields candidates in its own order
 for its share of the budget; the pipeline plans, fetches and renders them with the context-mode kernel.
 
@@ -20,7 +20,7 @@ from assembly.expansion import SessionContext
 from assembly.planner import Candidate, block_cost
 from core.auth import Caller
 from profiles.models import BUCKETS
-from retrieval.selectors import visible_nodes
+from retrieval.search.bootstrap import FileRow, newest_events, newest_files, ready_file_content
 from retrieval.tokens import estimate_tokens, truncate_to_tokens
 
 SLOTS = ("instructions", "identity", "continuity", "working_state", "listing")
@@ -30,7 +30,6 @@ SESSION_URI = "viking://session/{}"
 SLOT_SCORE = 1.0  # declared, not retrieved: every entry ranks the same and a slot's own order decides
 MESSAGE_ABSTRACT_CHARS = 300
 CUT_POINTER = "\n… [cut at this slot's share; the whole text: {}]"
-COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "overview_tokens", "content_tokens")
 LISTING_DETAIL = {**{bucket: "abstract" for bucket in BUCKETS}, "preferences": "uri"}
 
 
@@ -85,21 +84,17 @@ def declared_text(
     return replace(shell, body=body, content_tokens=estimate_tokens(body, family)), "full"
 
 
-def _candidate(row: dict) -> Candidate:
+def _candidate(row: FileRow) -> Candidate:
     return Candidate(
-        uri=row["uri"],
-        category=row["category"],
-        context_type=row["context_type"],
-        kind=row["kind"],
+        uri=row.uri,
+        category=row.category,
+        context_type=row.context_type,
+        kind=row.kind,
         score=SLOT_SCORE,
-        abstract=row["abstract"],
-        overview_tokens=row["overview_tokens"],
-        content_tokens=row["content_tokens"],
+        abstract=row.abstract,
+        overview_tokens=row.overview_tokens,
+        content_tokens=row.content_tokens,
     )
-
-
-def _ready_files(caller: Caller):
-    return visible_nodes(caller).filter(state="ready", kind="file")
 
 
 def instructions_slot(*, instructions: Instructions, budget: int, family: str, **_) -> Slot:
@@ -116,7 +111,7 @@ def instructions_slot(*, instructions: Instructions, budget: int, family: str, *
 
 def identity_slot(*, caller: Caller, budget: int, family: str, **_) -> Slot:
     uri = f"viking://user/{caller.user_id}/memories/profile.md"
-    content = _ready_files(caller).filter(uri=uri).values_list("content", flat=True).first()
+    content = ready_file_content(caller, uri)
     if content is None:
         return Slot("identity", [], "full", declared=True)
     candidate, tier = declared_text(
@@ -175,41 +170,24 @@ def working_state_slot(*, caller: Caller, settings_row, actor_peer: str = "", **
     split the places by `bootstrap_working_state_peer_share`; other peers' events are another peer's state."""
     cap = settings_row.bootstrap_working_state_max
     since = timezone.now() - timedelta(days=settings_row.bootstrap_working_state_days)
-    events = (
-        _ready_files(caller)
-        .filter(context_type="memory", category="events", updated_at__gte=since)
-        .order_by("-updated_at", "uri")
-    )
     if not actor_peer:
-        rows = list(events.values(*COLUMNS)[:cap])
+        rows = newest_events(caller, since=since, limit=cap)
     else:
-        # one round trip: each side's newest `cap`, then the split
-        columns = (*COLUMNS, "peer", "updated_at")
-        both = list(
-            events.filter(peer=actor_peer)
-            .values(*columns)[:cap]
-            .union(events.filter(peer="").values(*columns)[:cap], all=True)
-        )
-        newest_first = sorted(sorted(both, key=lambda row: row["uri"]), key=lambda row: row["updated_at"], reverse=True)
-        peer_rows = [row for row in newest_first if row["peer"] == actor_peer]
-        user_rows = [row for row in newest_first if row["peer"] == ""]
+        # each side's newest `cap` (one round trip), then the split
+        newest_first = newest_events(caller, since=since, limit=cap, peers=(actor_peer, ""))
+        peer_rows = [row for row in newest_first if row.peer == actor_peer]
+        user_rows = [row for row in newest_first if row.peer == ""]
         peer_taken, user_taken = peer_places(
             cap, settings_row.bootstrap_working_state_peer_share, len(peer_rows), len(user_rows)
         )
-        kept = {row["uri"] for row in peer_rows[:peer_taken] + user_rows[:user_taken]}
-        rows = [row for row in newest_first if row["uri"] in kept]
+        kept = {row.uri for row in peer_rows[:peer_taken] + user_rows[:user_taken]}
+        rows = [row for row in newest_first if row.uri in kept]
     return Slot("working_state", [_candidate(row) for row in rows], "auto", chronological=True)
 
 
 def listing_slot(*, caller: Caller, settings_row, taken: set[str], **_) -> Slot:
     """Ordered by last update, newest first: an alphabetical cut would leave a random prefix (RFC §3.6)."""
-    rows = (
-        _ready_files(caller)
-        .exclude(context_type="memory", category="profile")
-        .exclude(uri__in=taken)
-        .order_by("-updated_at", "uri")
-        .values(*COLUMNS)[: settings_row.bootstrap_listing_max]
-    )
+    rows = newest_files(caller, skip=taken, limit=settings_row.bootstrap_listing_max)
     return Slot("listing", [_candidate(row) for row in rows], LISTING_DETAIL)
 
 

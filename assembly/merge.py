@@ -1,4 +1,4 @@
-"""Sections of one document served side by side become one entry when that saves tokens (issue 10, DESIGN.md §5).
+"""Sections of one document served side by side become one entry when that saves tokens (issue 10, docs/design.md §5).
 
 Pure: rendered entries and the URIs of the documents among their parents in, entries out. A merged entry is the
 document's (`uri`), lists its sections in `sections` (document order) and gives each section's text under its own

@@ -1,4 +1,4 @@
-"""The assembly pipeline (DESIGN.md §5), one stage per module; this file reads as the list of steps:
+"""The assembly pipeline (docs/design.md §5), one stage per module; this file reads as the list of steps:
 
 request → [expansion] → candidates → dedup/exclude → plan (pure) → fetch (one query) → render
 → merge sections → [rewrite] → ledger → stats
@@ -239,7 +239,8 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         )
     with timings.stage("embed"):
         queries = [
-            SearchQuery(text, vector) for text, vector in zip(query_plan.queries, embed_queries(query_plan.queries))
+            SearchQuery(text, vector)
+            for text, vector in zip(query_plan.queries, embed_queries(query_plan.queries), strict=True)
         ]
     peers = providers.PeerPolicy(
         actor=params.actor_peer, scope=params.peer_scope, other_peer_penalty=params.other_peer_penalty

@@ -1,4 +1,4 @@
-"""The planner (DESIGN.md §5, RFC §3.4): candidates + stored token counts + budget + caps → a plan.
+"""The planner (docs/design.md §5, RFC §3.4): candidates + stored token counts + budget + caps → a plan.
 
 Pure: no I/O, no ORM, no LLM, no tokenizer. Costs are whole rendered blocks (tags, attributes and separator
 included) in estimated tokens, so a plan whose costs fit the budget renders within it as the estimator counts (it

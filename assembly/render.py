@@ -1,4 +1,4 @@
-"""The renderer (DESIGN.md §4): one flat XML element per entry, attributes escaped, bodies neutralised. Pure."""
+"""The renderer (docs/design.md §4): one flat XML element per entry, attributes escaped, bodies neutralised. Pure."""
 
 import re
 from html import escape

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """/search mode="bootstrap" latency at 10k nodes, and the MCP `recall` tool against REST /recall.
 
-    .venv/bin/python bench/bootstrap_latency.py [--size 10000] [--rounds 200] [--workers 2] [--reuse]
+    .venv/bin/python -m bench.bootstrap_latency [--size 10000] [--rounds 200] [--workers 2] [--reuse]
 
-Loads the corpus of bench/find_latency.py (through bench/assembly_latency.py's loader) into its own database
+Loads the corpus of bench/find_latency.py into its own database
 `ovsite_bench_bootstrap` (with `--reuse`, keeps what is loaded there), adds a profile.md and a session with an
 archive and messages through the REST API, and starts uvicorn on the ASGI app `make run` serves (Django and /mcp).
 Then, per round, on one keep-alive connection each: REST /search mode="bootstrap" (with the session, 1600 tokens),
@@ -13,25 +12,16 @@ client is the `mcp` SDK's own (streamable HTTP, one session), so its figures inc
 Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
 import asyncio
-import datetime as dt
 import json
-import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
-from pathlib import Path
+from functools import partial
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — it configures the environment before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import find_latency as corpus
+from bench import harness
 
-DB = "ovsite_bench_bootstrap"  # its own: this branch's migrations must not touch the other benches' databases
-assembly_latency.DB = corpus.BENCH_DB = DB
-os.environ["OVSITE_PG_DATABASE"] = DB
+DATABASE = "ovsite_bench_bootstrap"  # its own: this branch's migrations must not touch the other benches' databases
 SECTION_BEGIN, SECTION_END = "<!-- bootstrap_latency:begin -->", "<!-- bootstrap_latency:end -->"
 SESSION = "bench-boot"
 BOOTSTRAP = {"session_id": SESSION, "max_tokens": 1600}
@@ -39,46 +29,6 @@ PROFILE = "# Profile\n" + "".join(
     f"- fact {i}: works on project {corpus.PROJECTS[i % len(corpus.PROJECTS)]}.\n" for i in range(120)
 )
 REQUESTS = ("bootstrap REST", "bootstrap MCP", "recall REST", "recall MCP")
-
-
-class Uvicorn(corpus.ServerProcess):
-    """The ASGI app `make run` serves, with `--workers` processes."""
-
-    name = "uvicorn"
-
-    def __init__(self, workers: int, log_dir: Path):
-        self.port = corpus.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.workers = workers
-        self.log_path = log_dir / "uvicorn.log"
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        env = dict(
-            os.environ, OVSITE_PG_DATABASE=DB, DJANGO_SETTINGS_MODULE="ovsite.settings", OVSITE_QUERY_VECTOR_CACHE="0"
-        )  # REST and MCP each embed the query: the pair does equal work
-        env.pop("OVSITE_ROOT_API_KEY", None)
-        cmd = [
-            str(corpus.ROOT / ".venv" / "bin" / "uvicorn"),
-            "ovsite.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--workers",
-            str(self.workers),
-            "--log-level",
-            "warning",
-        ]
-        self.command = " ".join(cmd[1:])
-        self._launch(cmd, env, corpus.ROOT, timeout_s)
-
-
-def _loaded_nodes() -> int:
-    try:
-        with corpus.raw_connection() as conn:
-            return conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
-    except Exception:  # no database or no table yet: nothing loaded
-        return 0
 
 
 def _seed_session_start(url: str) -> None:
@@ -143,14 +93,14 @@ async def _rounds(url: str, rounds: int) -> dict[str, list[float]]:
             query = corpus.QUERIES[i % len(corpus.QUERIES)]
             await pair(
                 "bootstrap",
-                lambda: rest_rendered("/api/v1/search/search", {"mode": "bootstrap", **BOOTSTRAP}),
-                lambda: mcp_text("bootstrap", BOOTSTRAP),
+                partial(rest_rendered, "/api/v1/search/search", {"mode": "bootstrap", **BOOTSTRAP}),
+                partial(mcp_text, "bootstrap", BOOTSTRAP),
                 rest_first=i % 2 == 0,
             )
             await pair(
                 "recall",
-                lambda: rest_rendered("/api/v1/search/recall", {"query": query}),
-                lambda: mcp_text("recall", {"query": query}),
+                partial(rest_rendered, "/api/v1/search/recall", {"query": query}),
+                partial(mcp_text, "recall", {"query": query}),
                 rest_first=i % 2 == 1,
             )
             if i == 0:
@@ -159,14 +109,11 @@ async def _rounds(url: str, rounds: int) -> dict[str, list[float]]:
 
 
 def run(args) -> dict:
-    import django
-
-    django.setup()
-    assembly_latency.reuse_or_load(args, _loaded_nodes())
-    server = Uvicorn(args.workers, Path(tempfile.mkdtemp(prefix="ovsite-boot-")))
+    corpus.load_corpus(args.size, args.reuse)
+    server = harness.Uvicorn(args.workers)  # REST and MCP each embed the query (no query-vector cache): equal work
     server.start()
     try:
-        corpus.warm_up(server)
+        harness.warm_up(server, corpus.QUERIES)
         _seed_session_start(server.url)
         samples = asyncio.run(_rounds(server.url, args.rounds))
     finally:
@@ -174,7 +121,7 @@ def run(args) -> dict:
     return {
         "samples": samples,
         "server_command": server.command,
-        "size": _loaded_nodes(),
+        "size": harness.loaded_nodes(),
         "rounds": args.rounds,
         "note": args.note,
     }
@@ -186,15 +133,12 @@ def render(result: dict, command: str) -> str:
         SECTION_BEGIN,
         '## bootstrap_latency — /search mode="bootstrap", and MCP tools vs REST',
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
-        f"Server: `uvicorn {result['server_command']}` (the ASGI app of `make run`), database `{DB}`, "
-        f"{result['size']:,} nodes (the corpus of bench/find_latency.py plus a 120-line profile.md and a "
-        f"session with an archive and 4 kept messages); {result['rounds']} rounds, each: bootstrap "
-        f"`{json.dumps(BOOTSTRAP)}` by REST and by the MCP tool, then /recall {{query}} by REST and by the MCP tool, the "
-        "order within a pair swapped every round; query-vector cache off. Clients: httpx (REST) and the `mcp` "
+        *harness.heading(command, f". {result['note']}" if result["note"] else ""),
+        f"Server: `uvicorn {result['server_command']}` (the ASGI app of `make run`), database "
+        f"`{harness.database()}`, {result['size']:,} nodes (the corpus of bench/find_latency.py plus a 120-line "
+        f"profile.md and a session with an archive and 4 kept messages); {result['rounds']} rounds, each: bootstrap "
+        f"`{json.dumps(BOOTSTRAP)}` by REST and by the MCP tool, then /recall {{query}} by REST and by the MCP tool, "
+        "the order within a pair swapped every round; query-vector cache off. Clients: httpx (REST) and the `mcp` "
         "SDK's client over streamable HTTP (one session), one keep-alive connection each; every MCP answer "
         "equalled the REST `rendered`.",
         "",
@@ -202,7 +146,7 @@ def render(result: dict, command: str) -> str:
         "|---|---:|---:|",
     ]
     for name in REQUESTS:
-        lines.append(f"| {name} | {corpus.median(s[name]):.2f} | {corpus.pct(s[name], 95):.2f} |")
+        lines.append(f"| {name} | {harness.median(s[name]):.2f} | {harness.pct(s[name], 95):.2f} |")
     lines += [
         "",
         "MCP over REST (median over rounds of the paired difference, and the ratio of the medians):",
@@ -213,25 +157,23 @@ def render(result: dict, command: str) -> str:
     for kind in ("bootstrap", "recall"):
         rest, mcp = s[f"{kind} REST"], s[f"{kind} MCP"]
         lines.append(
-            f"| {kind} | {corpus.median([m - r for m, r in zip(mcp, rest)]):.2f} | "
-            f"{corpus.median(mcp) / corpus.median(rest):.2f} |"
+            f"| {kind} | {harness.paired_median(mcp, rest):.2f} | {harness.median(mcp) / harness.median(rest):.2f} |"
         )
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded in its database")
     parser.add_argument("--note", default="", help="what the section should say about the machine's state")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = ".venv/bin/python bench/bootstrap_latency.py " + shlex.join(sys.argv[1:])
-    section = render(run(args), command.strip())
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    harness.configure(args.database)
+    section = render(run(args), harness.command_line("bench.bootstrap_latency"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

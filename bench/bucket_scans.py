@@ -1,26 +1,19 @@
-#!/usr/bin/env python
 """What a purpose costs in SQL: the per-bucket HNSW scans of quota assembly against the partition scans of /find.
 
-    .venv/bin/python bench/bucket_scans.py [--size 10000] [--reuse]
+    .venv/bin/python -m bench.bucket_scans [--size 10000] [--reuse]
 
 On the corpus and database of bench/assembly_latency.py, in-process (no HTTP): for each query, the coding purpose's
 bucket selects as ovsite runs them (one UNION ALL statement, assembly/candidates.py) at several `hnsw.ef_search`
-values, the /find statement (one scan per search partition, retrieval/search/statements.py), and exact search (index scans off) as the reference for recall.
-Rewrites its section of bench/RESULTS.md.
+values, the /find statement (one scan per search partition, retrieval/search/statements.py), and exact search (index
+scans off) as the reference for recall. Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — sets the database before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import assembly_latency, harness
+from bench import find_latency as corpus
 
 SECTION_BEGIN, SECTION_END = "<!-- bucket_scans:begin -->", "<!-- bucket_scans:end -->"
 EF_VALUES = (20, 40, 60, 100, 200)
@@ -38,9 +31,7 @@ def _timed(cursor, sql: str, params: list, setup: str) -> tuple[float, list]:
 
 
 def run(args) -> dict:
-    import django
-
-    django.setup()
+    corpus.load_corpus(args.size, args.reuse)
     from django.conf import settings
     from django.db import connection
 
@@ -53,9 +44,6 @@ def run(args) -> dict:
     from retrieval.search.query import FindQuery, scope_predicate
     from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement, statement_sql
 
-    assembly_latency.reuse_or_load(
-        args, corpus.raw_connection().execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
-    )
     quotas = purpose_profile("coding").quotas
     account = Account.objects.get(name="default")  # the bench corpus is the dev-mode account's
     scope = scope_predicate(Caller(account.id, account.name, "default", "admin"), FindQuery(query=""))
@@ -118,11 +106,8 @@ def render(result: dict, command: str) -> str:
         SECTION_BEGIN,
         "## bucket_scans — what a purpose costs in SQL",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
-        f"Database `{assembly_latency.DB}` (corpus of bench/find_latency.py), {result['queries']} queries, "
+        *harness.heading(command, " (shared machine)"),
+        f"Database `{harness.database()}` (corpus of bench/find_latency.py), {result['queries']} queries, "
         "in-process statement time (send to last row), medians. The coding purpose searches "
         + ", ".join(f"{b} ({k})" for b, k in result["buckets"])
         + " — one UNION ALL statement, one HNSW scan per bucket on its partial index "
@@ -156,14 +141,13 @@ def render(result: dict, command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, assembly_latency.DATABASE)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
     args = parser.parse_args()
-    result = run(args)
-    command = ".venv/bin/python bench/bucket_scans.py " + " ".join(sys.argv[1:])
-    section = render(result, command.strip())
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END)
+    harness.configure(args.database)
+    section = render(run(args), harness.command_line("bench.bucket_scans"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

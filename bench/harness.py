@@ -384,13 +384,15 @@ def log(message: str) -> None:
 def parser(doc: str, database: str | None = None) -> argparse.ArgumentParser:
     """A bench's argument parser: its docstring's first paragraph, `--no-write` and, given the bench's own
     database, `--database` defaulting to it."""
-    out = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    main = sys.modules["__main__"].__spec__  # None for a file run as a script, which cannot import `bench`
+    out = argparse.ArgumentParser(prog=main and f"python -m {main.name}", description=doc.split("\n\n")[0])
     out.add_argument("--no-write", action="store_true", help="print the section only; bench/RESULTS.md unchanged")
     if database:
         out.add_argument(
             "--database",
             default=database,
-            help=f"the bench's own database on the embedded PostgreSQL, which it empties and fills (default {database})",
+            help=f"the bench's own database on the embedded PostgreSQL (default {database}), never one whose data "
+            "you keep: a bench may empty it",
         )
     return out
 
@@ -408,6 +410,10 @@ def command_line(module: str, env_names: tuple[str, ...] = (), secret: str | Non
         args.append(arg)
     env = [f"{name}={os.environ[name]}" for name in env_names if name in os.environ]
     return shlex.join([*env, PYTHON, "-m", module, *args])
+
+
+def ram_gb() -> int:
+    return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
 
 
 def load_average(values: tuple[float, ...] | None = None) -> str:

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """HNSW settings at 100k–200k vectors: recall@10 against exact search per m, ef_construction, ef_search and
 iterative-scan mode, with build time and index size — what bench/scale.py's one 1M run is chosen from.
 
-    .venv/bin/python bench/hnsw_sweep.py --size 100000 --builds 16:64 24:128
-    .venv/bin/python bench/hnsw_sweep.py --size 100000 --base 10000 --derive pair --builds 16:64
+    .venv/bin/python -m bench.hnsw_sweep --size 100000 --builds 16:64 24:128
+    .venv/bin/python -m bench.hnsw_sweep --size 100000 --base 10000 --derive pair --builds 16:64
 
 The vectors are bench/scale.py's: bench/find_latency.py's generator's nodes, embedded by the packaged model
 (cached in bench/.data, shared with bench/scale.py: a 1M cache serves every smaller size). By default every
@@ -18,18 +17,14 @@ alone (client side, one connection), the part of /find that these settings chang
 Rewrites its section of bench/RESULTS.md, one per corpus (size, base, derivation).
 """
 
-import argparse
 import datetime as dt
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
+from bench import find_latency, harness, scale
 
+DATABASE = "ovsite_bench_h8sweep"
 RECENT = dt.timedelta(days=30)
 MODES = ("off", "relaxed_order", "strict_order")
 TIE_BAND = 0.01  # cosine distance: a hit this close to the exact 10th counts in the tolerant recall
@@ -38,7 +33,6 @@ TIE_BAND = 0.01  # cosine distance: a hit this close to the exact 10th counts in
 def load(args, conn) -> dict:
     """Fills `hnsw_sweep`; returns the vectors, the recent mask and the load timings."""
     import numpy as np
-    import scale
     from pgvector.psycopg import register_vector
     from tqdm import tqdm
 
@@ -60,7 +54,7 @@ def load(args, conn) -> dict:
         copy.set_types(["int4", "bool", "vector"])
         i = 0
         for nodes, block in blocks:
-            for node, vector in zip(nodes, block):
+            for node, vector in zip(nodes, block, strict=True):
                 fresh = now - node["updated_at"] <= RECENT
                 copy.write_row((i, fresh, vector))
                 recent.append(fresh)
@@ -99,7 +93,7 @@ def exact(vectors, mask, queries) -> list[dict]:
 
 def run_queries(conn, vectors_text: list[str], truth: list[dict], sql: str) -> dict:
     recalls, tolerant, ms, returned = [], [], [], []
-    for text, gold in zip(vectors_text, truth):
+    for text, gold in zip(vectors_text, truth, strict=True):
         started = time.perf_counter()
         rows = conn.execute(sql, [text]).fetchall()
         ms.append((time.perf_counter() - started) * 1000)
@@ -111,8 +105,8 @@ def run_queries(conn, vectors_text: list[str], truth: list[dict], sql: str) -> d
     return {
         "recall": statistics.mean(recalls),
         "tolerant": statistics.mean(tolerant),
-        "p50": common.median(ms),
-        "p95": common.pct(ms, 95),
+        "p50": harness.median(ms),
+        "p95": harness.pct(ms, 95),
         "returned": statistics.median(returned),
     }
 
@@ -144,7 +138,7 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
     from retrieval.embedders import embed_query
     from retrieval.search.statements import vector_text
 
-    queries = np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
+    queries = np.array([embed_query(q) for q in find_latency.QUERIES], dtype=np.float32)
     texts = [vector_text(q) for q in queries]
     truth = exact(loaded["vectors"], None, queries)
     truth_recent = exact(loaded["vectors"], loaded["recent"], queries)
@@ -157,14 +151,14 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
     for spec in args.builds:
         m, efc = (int(x) for x in spec.split(":"))
         built = build(conn, m, efc, args.maintenance_work_mem)
-        common.log(f"m={m} ef_construction={efc}: {built['s']:.1f} s, {built['mb']:.0f} MB {built['notices']}")
+        harness.log(f"m={m} ef_construction={efc}: {built['s']:.1f} s, {built['mb']:.0f} MB {built['notices']}")
         built["plain"], built["filtered"] = {}, {}
         for ef in args.ef_search:
             conn.execute(f"SET hnsw.ef_search = {ef}")
             for _ in range(2):  # the index into the page cache, plans warm
                 conn.execute(plain, [texts[0]]).fetchall()
             built["plain"][ef] = run_queries(conn, texts, truth, plain)
-            common.log(
+            harness.log(
                 f"  ef_search {ef}: recall@10 {built['plain'][ef]['recall']:.3f} "
                 f"(tolerant {built['plain'][ef]['tolerant']:.3f}), "
                 f"p50 {built['plain'][ef]['p50']:.2f} ms"
@@ -181,7 +175,6 @@ def sweep(args, conn, loaded: dict) -> list[dict]:
 def profile_only(args) -> dict:
     """The corpus's vectors and their query profile alone: how crowded the exact top 10 is, without an index."""
     import numpy as np
-    import scale
 
     from retrieval.embedders import embed_query
 
@@ -192,7 +185,7 @@ def profile_only(args) -> dict:
             for _, block in scale.node_blocks(args.size, args.base, args.seed, args.noise, args.derive)
         ]
     )
-    queries = np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
+    queries = np.array([embed_query(q) for q in find_latency.QUERIES], dtype=np.float32)
     truth = exact(vectors, None, queries)
     return {
         "load_s": time.perf_counter() - started,
@@ -213,9 +206,7 @@ def render(args, loaded: dict, runs: list[dict], command: str, label: str) -> st
         f"<!-- hnsw_sweep:{label}:begin -->",
         f"### hnsw_sweep — {args.size:,} vectors, {what}",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} CPU shared "
-        f"with other work (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end); "
+        *harness.heading(command, " (shared machine)"),
         f"`maintenance_work_mem` {args.maintenance_work_mem}, max_parallel_maintenance_workers 2.  ",
         f"Load {loaded['load_s']:.0f} s. Query–corpus cosine similarity (median over the 52 queries) of the "
         f"1st / 10th / 100th exact neighbour: {profile[0]:.3f} / {profile[1]:.3f} / {profile[2]:.3f}; "
@@ -261,12 +252,12 @@ def render(args, loaded: dict, runs: list[dict], command: str, label: str) -> st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=100000)
     parser.add_argument("--base", type=int, help="nodes embedded by the real model (default: every node)")
     parser.add_argument("--derive", choices=("neighbour", "pair"), default="neighbour")
     parser.add_argument("--noise", type=float, default=None, help="default: scale.NOISE (pair: 0.35)")
-    parser.add_argument("--seed", type=int, default=common.SEED)
+    parser.add_argument("--seed", type=int, default=find_latency.SEED)
     parser.add_argument(
         "--builds",
         nargs="*",
@@ -276,40 +267,28 @@ def main() -> int:
     parser.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200, 400])
     parser.add_argument("--filtered", action="store_true", help="also the filtered query per iterative mode")
     parser.add_argument("--maintenance-work-mem", default="2GB")
-    parser.add_argument("--database", default="ovsite_bench_h8sweep")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    common.BENCH_DB = args.database
-    os.environ["OVSITE_PG_DATABASE"] = args.database
-    command = (".venv/bin/python bench/hnsw_sweep.py " + " ".join(sys.argv[1:])).strip()
-
-    import django
-
-    django.setup()
-
-    import scale
-
-    from core import embedded_pg
-
+    harness.configure(args.database)
     args.base = args.size if args.base is None else min(args.base, args.size)
     if args.noise is None:
         args.noise = 0.35 if args.derive == "pair" else scale.NOISE
     if args.builds:
-        embedded_pg.start_configured(args.database)
-        conn = common.raw_connection()
+        harness.start_database()
+        conn = harness.raw_connection()
         loaded = load(args, conn)
-        common.log(f"loaded {args.size:,} vectors in {loaded['load_s']:.0f} s")
+        harness.log(f"loaded {args.size:,} vectors in {loaded['load_s']:.0f} s")
         runs = sweep(args, conn, loaded)
         conn.execute("DROP TABLE hnsw_sweep")
-    else:
+    else:  # numpy over the vectors: Django for the embedder, no database
+        import django
+
+        django.setup()
         loaded, runs = profile_only(args), []
     label = f"{args.size}:{args.base}:{args.derive if args.base < args.size else 'real'}:{args.noise}"
-    section = render(args, loaded, runs, command, label)
-    print(section)
-    if not args.no_write:
-        assembly_latency.write_section(
-            section, f"<!-- hnsw_sweep:{label}:begin -->", f"<!-- hnsw_sweep:{label}:end -->"
-        )
+    section = render(args, loaded, runs, harness.command_line("bench.hnsw_sweep"), label)
+    harness.publish(
+        section, f"<!-- hnsw_sweep:{label}:begin -->", f"<!-- hnsw_sweep:{label}:end -->", write=not args.no_write
+    )
     return 0
 
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """What hybrid retrieval costs: /find and /search context in each search_mode, paired, on one corpus.
 
-    .venv/bin/python bench/hybrid_latency.py [--size 10000] [--queries 200] [--reuse]
+    .venv/bin/python -m bench.hybrid_latency [--size 10000] [--queries 200] [--reuse]
 
 Loads the deterministic corpus of bench/find_latency.py (same generator, embedder, binary COPY — which now also
 computes every node's generated `lexemes` — and index builds) into its own database `ovsite_bench_hybrid`, starts
@@ -11,23 +10,13 @@ one run. Reports the load's end-to-end rate, p50/p95 per request and mode, and t
 paired ratio hybrid / vector (the issue's goal: ≤ 1.3 for /find at 10k). Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402
-import find_latency as corpus  # noqa: E402 — it configures the environment before Django loads
+from bench import find_latency as corpus
+from bench import harness
 
-DB = "ovsite_bench_hybrid"
-corpus.BENCH_DB = DB
-os.environ["OVSITE_PG_DATABASE"] = DB
+DATABASE = "ovsite_bench_hybrid"
 SECTION_BEGIN, SECTION_END = "<!-- hybrid_latency:begin -->", "<!-- hybrid_latency:end -->"
 TARGET_RATIO = 1.3
 MODES = ("vector", "hybrid", "lexical")
@@ -40,26 +29,13 @@ REQUESTS = {
 def run(args) -> dict:
     import httpx
 
-    if args.reuse:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        from core import embedded_pg
-
-        embedded_pg.start_configured(DB)
-        call_command("migrate", interactive=False, verbosity=0)
-        loaded = None
-    else:
-        loaded, _ = assembly_latency.load_bench_corpus(args.size)
-    # Every request embeds its own query, as a first request with new words does.
-    server = corpus.Server(
-        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-hybrid-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
-    )
+    loaded, _ = corpus.load_corpus(args.size, args.reuse)
+    # Every request embeds its own query (harness.configure: no query-vector cache), as a first request with new
+    # words does.
+    server = harness.Gunicorn(args.workers)
     server.start()
     try:
-        corpus.warm_up(server)
+        harness.warm_up(server, corpus.QUERIES)
         samples = {(name, mode): {"client": [], "server": [], "hits": []} for name in REQUESTS for mode in MODES}
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for name, mode in samples:  # one untimed pass each: first-use costs out
@@ -69,13 +45,10 @@ def run(args) -> dict:
                 query = corpus.QUERIES[i % len(corpus.QUERIES)]
                 for (name, mode), sample in samples.items():
                     path, extra = REQUESTS[name]
-                    started = time.perf_counter()
-                    response = client.post(path, json={"query": query, "search_mode": mode, **extra})
-                    elapsed = (time.perf_counter() - started) * 1000
-                    response.raise_for_status()
-                    result = response.json()["result"]
-                    sample["client"].append(elapsed)
-                    sample["server"].append(sum(corpus.server_timing(response.headers["Server-Timing"]).values()))
+                    answer = harness.timed_post(client, path, {"query": query, "search_mode": mode, **extra})
+                    result = answer.result
+                    sample["client"].append(answer.client_ms)
+                    sample["server"].append(answer.server_ms)
                     sample["hits"].append(result["total"] if "total" in result else result["stats"]["returned"])
     finally:
         server.stop()
@@ -89,7 +62,9 @@ def run(args) -> dict:
 
 
 def paired_ratio(samples: dict, name: str, mode: str, key: str = "client") -> float:
-    return statistics.median(a / b for a, b in zip(samples[(name, mode)][key], samples[(name, "vector")][key]))
+    return statistics.median(
+        a / b for a, b in zip(samples[(name, mode)][key], samples[(name, "vector")][key], strict=True)
+    )
 
 
 def render(run: dict, command: str) -> str:
@@ -104,13 +79,10 @@ def render(run: dict, command: str) -> str:
         SECTION_BEGIN,
         "## hybrid_latency — what hybrid retrieval costs",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine)  ",
-        f"Server: `gunicorn {run['server_command']}`, database `{DB}`; corpus of bench/find_latency.py, "
-        f"{run['size']:,} nodes; {load_line}. {run['queries']} queries, the six requests alternating per "
-        "query on one keep-alive connection; query-vector cache off. All figures from this one run.",
+        *harness.heading(command, " (shared machine)"),
+        f"Server: `gunicorn {run['server_command']}`, database `{harness.database()}`; corpus of "
+        f"bench/find_latency.py, {run['size']:,} nodes; {load_line}. {run['queries']} queries, the six requests "
+        "alternating per query on one keep-alive connection; query-vector cache off. All figures from this one run.",
         "",
         "| request | search_mode | client p50 ms | client p95 | server p50 | hits p50 | paired ratio to vector |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -118,8 +90,8 @@ def render(run: dict, command: str) -> str:
     for (name, mode), x in s.items():
         ratio = "1" if mode == "vector" else f"{paired_ratio(s, name, mode):.2f}"
         lines.append(
-            f"| {name} | {mode} | {corpus.median(x['client']):.2f} | {corpus.pct(x['client'], 95):.2f} | "
-            f"{corpus.median(x['server']):.2f} | {corpus.median(x['hits']):.0f} | {ratio} |"
+            f"| {name} | {mode} | {harness.median(x['client']):.2f} | {harness.pct(x['client'], 95):.2f} | "
+            f"{harness.median(x['server']):.2f} | {harness.median(x['hits']):.0f} | {ratio} |"
         )
     ratio = paired_ratio(s, "find", "hybrid")
     lines += [
@@ -133,15 +105,15 @@ def render(run: dict, command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = ".venv/bin/python bench/hybrid_latency.py " + " ".join(sys.argv[1:])
-    assembly_latency.publish(render(run(args), command.strip()), SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    harness.configure(args.database)
+    section = render(run(args), harness.command_line("bench.hybrid_latency"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

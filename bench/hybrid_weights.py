@@ -1,36 +1,23 @@
-#!/usr/bin/env python
 """The lexical weight of the hybrid fusion, swept: evidence recall of one search in score order per weight.
 
-    .venv/bin/python bench/hybrid_weights.py [--locomo bench/.data/locomo10.zip] [--questions 600] [--reuse]
+    .venv/bin/python -m bench.hybrid_weights [--locomo bench/.data/locomo10.zip] [--questions 600] [--reuse]
 
 Loads the conversation corpus of bench/conversation.py (generated, or LoCoMo from a local copy) in-process into
 its own database `ovsite_bench_weights` (one memory per turn, through the write path), then asks each question
 once per configuration — vector, hybrid at lexical weights 0.3 to 0.85, lexical — with the same search the
 surfaces make (retrieval.search.ranking.score_order, 50 deep), and reports the share of each question's evidence
 turns among the first 10 and 50, overall and per kind. What docs/retrieval.md's choice of 0.5 rests on; the
-bilingual side of that choice is bench/quality.py --suite recall. Rewrites its section of bench/RESULTS.md.
+bilingual side of that choice is `bench.quality --suite recall`. Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-DB = "ovsite_bench_weights"
-os.environ["OVSITE_PG_DATABASE"] = DB
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
-os.environ.pop("OVSITE_ROOT_API_KEY", None)  # the in-process client writes as dev mode's loopback caller
+from bench import conversation, conversation_corpus, harness
 
-import conversation  # noqa: E402
-import conversation_corpus  # noqa: E402
-
+DATABASE = "ovsite_bench_weights"
 CONFIGS = [
     ("vector", 0.0),
     ("hybrid", 0.3),
@@ -79,7 +66,7 @@ def sweep(corpus, questions) -> dict:
     caller = _caller_for_names("default", "default", "admin")  # dev mode's caller, who wrote the turns
     uri_of = {(t.conv, t.dia_id): conversation.turn_uri(t) for t in corpus.turns}
     out = {config: {"@10": [], "@50": [], "kinds": {}} for config in CONFIGS}
-    for question, vector in zip(questions, embed_queries([q.query for q in questions])):
+    for question, vector in zip(questions, embed_queries([q.query for q in questions]), strict=True):
         wanted = {uri_of[question.conv, e] for e in question.evidence if (question.conv, e) in uri_of}
         for mode, weight in CONFIGS:
             spec = FindQuery(query=question.query, limit=DEPTH, search_mode=mode)
@@ -106,10 +93,8 @@ def render(corpus, questions, result: dict, load_s: float, command: str) -> str:
         f"<!-- hybrid_weights:{corpus.name}:begin -->",
         f"## hybrid_weights — the fusion's lexical weight on conversations ({corpus.name})",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared machine)  ",
-        f"In-process on database `{DB}`: {len(corpus.turns):,} turns loaded through the write path in "
+        *harness.heading(command, " (shared machine)"),
+        f"In-process on database `{harness.database()}`: {len(corpus.turns):,} turns loaded through the write path in "
         f"{load_s:.0f} s, {len(questions)} questions; each configuration is the search in score order that "
         f"/find and context make, {DEPTH} deep. Evidence recall: the mean share of a question's evidence "
         "turns among the first 10 (50).",
@@ -129,35 +114,18 @@ def render(corpus, questions, result: dict, load_s: float, command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--locomo", type=Path)
     parser.add_argument("--questions", type=int, default=600, help="the first N questions (0: all)")
     parser.add_argument("--reuse", action="store_true", help="keep the turns already loaded")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from core import embedded_pg
-
-    embedded_pg.start_configured(DB)
-    call_command("migrate", interactive=False, verbosity=0)
+    harness.configure(args.database)
+    harness.migrated_database()
     corpus = conversation_corpus.read_locomo(args.locomo) if args.locomo else conversation_corpus.generate()
     questions = corpus.questions[: args.questions or None]
     load_s = 0.0 if args.reuse else load(corpus)
-    shown = [os.path.relpath(a, ROOT) if Path(a).is_absolute() else a for a in sys.argv[1:]]
-    section = render(
-        corpus,
-        questions,
-        sweep(corpus, questions),
-        load_s,
-        " ".join([".venv/bin/python bench/hybrid_weights.py", *shown]),
-    )
-    from assembly_latency import publish
-
-    publish(
+    section = render(corpus, questions, sweep(corpus, questions), load_s, harness.command_line("bench.hybrid_weights"))
+    harness.publish(
         section,
         f"<!-- hybrid_weights:{corpus.name}:begin -->",
         f"<!-- hybrid_weights:{corpus.name}:end -->",

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Load on /recall: N concurrent keep-alive clients for a fixed time against gunicorn, on the 10k corpus.
 
-    .venv/bin/python bench/load.py [--clients 8 32] [--seconds 60] [--workers 2] [--threads 2] [--reuse]
+    .venv/bin/python -m bench.load [--clients 8 32] [--seconds 60] [--workers 2] [--threads 2] [--reuse]
 
 Uses the corpus and database of bench/assembly_latency.py (`ovsite_bench_assembly`); with `--reuse` it keeps what is
 loaded there, else it loads it anew. Loopback only. Each client is a process with its own keep-alive
@@ -10,20 +9,13 @@ the previous answer arrives. Reports req/s, latency percentiles, errors, and the
 worker at the end of each phase. Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
 import multiprocessing
-import os
-import platform
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — sets the database before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import assembly_latency, harness
+from bench import find_latency as corpus
 
 SECTION_BEGIN, SECTION_END = "<!-- load:begin -->", "<!-- load:end -->"
 TARGET_RPS_8 = 150
@@ -61,12 +53,12 @@ def _phase(url: str, clients: int, seconds: float) -> dict:
         ready, start = manager.Barrier(clients + 1), manager.Barrier(clients + 1)
         futures = [pool.submit(_client, url, seconds, k * 7, ready, start) for k in range(clients)]
         ready.wait()
-        cpu = corpus._cpu_snapshot()
+        cpu = harness.cpu_snapshot()
         started = time.perf_counter()
         start.wait()
         results = [future.result() for future in futures]
         elapsed = time.perf_counter() - started
-        cpu_busy = corpus.cpu_busy_since(cpu)
+        cpu_busy = harness.cpu_busy_since(cpu)
     latencies = [x for result, _ in results for x in result]
     errors = [x for _, result in results for x in result]
     return {
@@ -76,9 +68,9 @@ def _phase(url: str, clients: int, seconds: float) -> dict:
         "errors": len(errors),
         "error_kinds": sorted(set(errors)),
         "rps": len(latencies) / elapsed,
-        "p50": corpus.median(latencies),
-        "p95": corpus.pct(latencies, 95),
-        "p99": corpus.pct(latencies, 99),
+        "p50": harness.median(latencies),
+        "p95": harness.pct(latencies, 95),
+        "p99": harness.pct(latencies, 99),
         "cpu_busy": cpu_busy,
     }
 
@@ -89,29 +81,15 @@ def _worker_rss_mb(server) -> list[float]:
     return [round(child.memory_info().rss / 2**20, 1) for child in psutil.Process(server.proc.pid).children()]
 
 
-def _loaded_nodes() -> int:
-    conn = corpus.raw_connection()
-    try:
-        return conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
-    except Exception:
-        return 0
-
-
 def run(args) -> dict:
-    import django
-
-    django.setup()
-    assembly_latency.reuse_or_load(args, _loaded_nodes())
-    # Said either way: importing bench/find_latency.py turns the cache off in this process's environment, which
-    # the server would otherwise inherit.
-    server_env = {"OVSITE_QUERY_VECTOR_CACHE": "0" if args.no_query_cache else "1024"}
-    server = corpus.Server(
-        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-load-")), server_env, threads=args.threads
-    )
+    corpus.load_corpus(args.size, args.reuse)
+    # The cache is off in this process's environment (harness.configure), which the server inherits unless told.
+    server_env = {} if args.no_query_cache else {"OVSITE_QUERY_VECTOR_CACHE": "1024"}
+    server = harness.Gunicorn(args.workers, env=server_env, threads=args.threads)
     server.start()
     phases = []
     try:
-        corpus.warm_up(server)
+        harness.warm_up(server, corpus.QUERIES)
         _phase(server.url, max(args.clients), 5)  # untimed: every worker and connection warm
         for clients in args.clients:
             phase = _phase(server.url, clients, args.seconds)
@@ -122,7 +100,7 @@ def run(args) -> dict:
     return {
         "phases": phases,
         "server_command": server.command,
-        "size": _loaded_nodes(),
+        "size": harness.loaded_nodes(),
         "query_cache": "off" if args.no_query_cache else "on",
     }
 
@@ -132,12 +110,8 @@ def render(result: dict, command: str) -> str:
         SECTION_BEGIN,
         "## load — concurrent /recall",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (client, server and PostgreSQL share "
-        "the cores)  ",
-        f"Server: `gunicorn {result['server_command']}`, database `{assembly_latency.DB}`, "
+        *harness.heading(command, " (client, server and PostgreSQL share the cores)"),
+        f"Server: `gunicorn {result['server_command']}`, database `{harness.database()}`, "
         f"{result['size']:,} nodes. Clients: one process each (httpx, one keep-alive connection), /recall with "
         "its defaults (purpose coding, 1600 tokens), the next query as soon as the answer arrives, cycling through "
         f"{len(corpus.QUERIES)} queries; query-vector cache {result['query_cache']} (on: each worker embeds "
@@ -166,7 +140,7 @@ def render(result: dict, command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, assembly_latency.DATABASE)
     parser.add_argument("--clients", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--size", type=int, default=10000)
@@ -174,14 +148,14 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-query-cache", action="store_true", help="every request embeds its query")
     parser.add_argument("--reuse", action="store_true", help="keep the corpus already loaded")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    harness.configure(args.database)
     # Each cache mode keeps its own section of RESULTS.md: the two runs are read side by side.
     marker = "load-no-query-cache" if args.no_query_cache else "load"
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    section = render(run(args), (".venv/bin/python bench/load.py " + " ".join(sys.argv[1:])).strip())
+    section = render(run(args), harness.command_line("bench.load"))
     section = section.replace(SECTION_BEGIN, begin).replace(SECTION_END, end)
-    assembly_latency.publish(section, begin, end, write=not args.no_write)
+    harness.publish(section, begin, end, write=not args.no_write)
     return 0
 
 

@@ -1,11 +1,10 @@
-#!/usr/bin/env python
 """Answer quality on resources whose answers sit deep in later sections (issue 10): is the gold document among the
 entries, and does the answer string reach `rendered`, at 400 and 1600 tokens, for detail auto, abstract and full?
 
-    .venv/bin/python bench/quality.py                                  # before/after on a local ovsite
-    .venv/bin/python bench/quality.py --base-url URL [--api-key KEY] --label NAME [--no-write]
-    .venv/bin/python bench/quality.py --suite recall                   # /recall's defaults against /search context
-    .venv/bin/python bench/quality.py --suite recall --base-url URL [--api-key KEY] --label NAME [--user U]
+    .venv/bin/python -m bench.quality                                  # before/after on a local ovsite
+    .venv/bin/python -m bench.quality --base-url URL [--api-key KEY] --label NAME [--no-write]
+    .venv/bin/python -m bench.quality --suite recall                   # /recall's defaults against /search context
+    .venv/bin/python -m bench.quality --suite recall --base-url URL [--api-key KEY] --label NAME [--user U]
 
 The corpus (bench/quality_corpus.py) is eight runbooks and manuals, four English (one of them HTML) and four Chinese,
 with questions whose answers sit in later sections. Everything goes over HTTP, so any server with
@@ -35,27 +34,20 @@ shipped settings; with --base-url the memories go to `--user`'s space (the key's
 `recall-bench` folder of each category, and the run refuses a user whose `profile.md` is not the corpus's own.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall_corpus  # noqa: E402
-from quality_corpus import DOCUMENTS, QUESTIONS  # noqa: E402
+from bench import harness, recall_corpus
+from bench.quality_corpus import DOCUMENTS, QUESTIONS
 
-DB = "ovsite_bench_quality"
+DATABASE = "ovsite_bench_quality"
 ROOT_URI = "viking://resources/quality"
 BUDGETS = (400, 1600)
 DETAILS = ("auto", "abstract", "full")
 SECTION_BEGIN, SECTION_END = "<!-- quality:begin -->", "<!-- quality:end -->"
 LARGE_URI = f"{ROOT_URI}-large/manual.md"
-RECALL_DB = "ovsite_bench_recall"
+RECALL_DATABASE = "ovsite_bench_recall"
 RECALL_MARKERS = ("<!-- recall_quality:begin -->", "<!-- recall_quality:end -->")
 ENDPOINTS = ("context", "recall")  # /search mode="context" and /recall, each sent nothing but query and max_tokens
 RECALL_GROUPS = ("EN→EN", "ZH→ZH", "ZH→EN", "EN→ZH")  # question → item language; the unanswerable ones apart
@@ -201,9 +193,7 @@ def render(
         markers[0],
         f"## quality — answers deep in resources, {title}",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
+        *harness.heading(command, " (shared machine)"),
         f"Server: {server}. Corpus: bench/quality_corpus.py, {len(DOCUMENTS)} documents "
         f"({sum(len(t) for t in DOCUMENTS.values()):,} characters), {len(QUESTIONS)} questions ({en} English, "
         f"{len(QUESTIONS) - en} Chinese); {len(QUESTIONS) - deep} answers sit in the head of the fourth section "
@@ -249,31 +239,9 @@ def render(
     return "\n".join(lines)
 
 
-def _local_database(db: str):
-    """The embedded PostgreSQL with database `db` migrated and dev mode's account and user; returns
-    bench/find_latency.py, whose `Server` starts a gunicorn of this checkout on that database."""
-    import find_latency as common  # configures the environment (dev mode, no DATABASE_URL) before Django loads
-
-    common.BENCH_DB = db
-    os.environ["OVSITE_PG_DATABASE"] = db
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from core import embedded_pg
-    from core.models import Account, AccountUser
-
-    embedded_pg.start_configured(db)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
-    return common
-
-
 def run_local() -> tuple[dict, str]:
     """BEFORE and AFTER on a gunicorn of this checkout, one after the other, on the bench's own database."""
-    common = _local_database(DB)
+    harness.migrated_database()
     runs, command = {}, ""
     shapes = (
         ("before (one node per file)", {"OVSITE_SECTION_TREES": "false"}),
@@ -281,7 +249,7 @@ def run_local() -> tuple[dict, str]:
         ("section tree, 450-char sections (shipped)", {}),
     )
     for label, env in shapes:
-        server = common.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-quality-")), extra_env=env)
+        server = harness.Gunicorn(1, env=env)
         server.start()
         try:
             runs[label] = measure(server.url)
@@ -289,7 +257,7 @@ def run_local() -> tuple[dict, str]:
             server.stop()
         command = server.command
     return runs, (
-        f"gunicorn `{command}` of this checkout, database `{DB}`, `OVSITE_SECTION_TREES=false`, then "
+        f"gunicorn `{command}` of this checkout, database `{harness.database()}`, `OVSITE_SECTION_TREES=false`, then "
         "`OVSITE_SECTION_MAX_CHARS=4000`, then the defaults"
     )
 
@@ -496,9 +464,7 @@ def render_recall(run: dict, command: str, server: str, markers: tuple[str, str]
         markers[0],
         f"## quality, recall suite — /recall {{query, max_tokens}} against /search context, {title}",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()} (shared with other work)  ",
+        *harness.heading(command, " (shared machine)"),
         f"Server: {server}. Run time {run_s:.0f} s (ingest {run['ingest_s']:.1f} s).  ",
         f"Corpus: bench/recall_corpus.py, {len(items)} items ({zh} Chinese, {zh / len(items):.1%}): {kinds}; "
         f"{len(questions)} questions: " + ", ".join(f"{n} {g}" for g, n in groups.items()) + ". "
@@ -608,15 +574,14 @@ def recall_misses(run: dict) -> str:
 
 
 def run_recall_local() -> tuple[dict, str]:
-    common = _local_database(RECALL_DB)
-    server = common.Server(1, Path(tempfile.mkdtemp(prefix="ovsite-recall-")))
+    harness.migrated_database()
+    server = harness.Gunicorn(1)
     server.start()
     try:
-        run = measure_recall(server.url, None, common.USER)
+        run = measure_recall(server.url, None, harness.USER)
     finally:
         server.stop()
-    command = server.command.replace(str(common.ROOT), ".")  # no machine paths in RESULTS.md
-    return run, f"gunicorn `{command}` of this checkout, database `{RECALL_DB}`, shipped settings"
+    return run, f"gunicorn `{server.command}` of this checkout, database `{harness.database()}`, shipped settings"
 
 
 def recall_suite(args, command: str) -> int:
@@ -629,21 +594,16 @@ def recall_suite(args, command: str) -> int:
         markers, title = RECALL_MARKERS, "ovsite's shipped defaults"
         run, server = run_recall_local()
     section = render_recall(run, command, server, markers, title, time.perf_counter() - started)
-    print(section)
+    harness.publish(section, *markers, write=not args.no_write)
     print(recall_misses(run))
-    if not args.no_write:
-        from assembly_latency import write_section
-
-        write_section(section, *markers)
     return 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--base-url", help="measure this server only (e.g. http://127.0.0.1:1933)")
     parser.add_argument("--api-key")
     parser.add_argument("--label", default="server", help="the row label of --base-url's results")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
         "--suite",
         choices=("sections", "recall"),
@@ -656,10 +616,17 @@ def main() -> int:
         default="default",
         help="recall suite with --base-url: the user the key acts as, whose memories are written",
     )
+    parser.add_argument(
+        "--database",
+        help=f"without --base-url: the bench's own database on the embedded PostgreSQL (default {DATABASE}, with "
+        f"--suite recall {RECALL_DATABASE})",
+    )
     args = parser.parse_args()
-    command = ".venv/bin/python bench/quality.py " + " ".join(a if a != args.api_key else "KEY" for a in sys.argv[1:])
+    if not args.base_url:
+        harness.configure(args.database or (RECALL_DATABASE if args.suite == "recall" else DATABASE))
+    command = harness.command_line("bench.quality", secret=args.api_key)
     if args.suite == "recall":
-        return recall_suite(args, command.strip())
+        return recall_suite(args, command)
     if args.base_url:
         # Another server's figures get their own section, next to ovsite's before/after.
         markers = (f"<!-- quality-{args.label}:begin -->", f"<!-- quality-{args.label}:end -->")
@@ -667,12 +634,7 @@ def main() -> int:
     else:
         markers, title = (SECTION_BEGIN, SECTION_END), "before and after the section tree and its size cap"
         runs, server = run_local()
-    section = render(runs, command.strip(), server, markers, title)
-    print(section)
-    if not args.no_write:
-        from assembly_latency import write_section
-
-        write_section(section, *markers)
+    harness.publish(render(runs, command, server, markers, title), *markers, write=not args.no_write)
     return 0
 
 

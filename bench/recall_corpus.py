@@ -1,4 +1,4 @@
-"""The corpus of `bench/quality.py --suite recall` (issue 21): one developer's store as an agent would fill it —
+"""The corpus of `bench.quality --suite recall` (issue 21): one developer's store as an agent would fill it —
 profile, preferences, entities, dated events and experiences, resources and skills, 120 items of which 51 (42.5 %)
 are Chinese — and the questions asked of it, each with the item that answers it and the answer string that must
 reach `rendered`, or none when nothing in the store answers it.
@@ -646,51 +646,60 @@ ITEMS = [
         "resources",
         "handbook/上海办公室指南.md",
         "zh",
-        "# 上海办公室指南\n\n办公室在静安区南京西路 1788 号 23 楼。门禁卡找前台王阿姨办理，访客 Wi-Fi 名称是 NW-Guest，密码每周一更新，"
+        "# 上海办公室指南\n\n办公室在静安区南京西路 1788 号 23 楼。门禁卡找前台王阿姨办理，访客 Wi-Fi 名称是 NW-Guest，"
+        "密码每周一更新，"
         "贴在前台。\n",
     ),
     Item(
         "resources",
         "runbooks/订单中心发布流程.md",
         "zh",
-        "# 订单中心发布流程\n\n## 发布窗口\n订单中心只在每周二、周四晚上九点发布，节假日前一天不发布。发布前要在发布群里贴出变更单，并确认值班人在线，"
-        "灰度机器观察十五分钟没有异常再全量。\n\n## 回滚\n出现异常时用发布平台的一键回滚回到上一个版本，回滚必须在十分钟内完成，完成后在发布群里说明原因。\n",
+        "# 订单中心发布流程\n\n## 发布窗口\n订单中心只在每周二、周四晚上九点发布，节假日前一天不发布。"
+        "发布前要在发布群里贴出变更单，并确认值班人在线，"
+        "灰度机器观察十五分钟没有异常再全量。\n\n## 回滚\n出现异常时用发布平台的一键回滚回到上一个版本，"
+        "回滚必须在十分钟内完成，完成后在发布群里说明原因。\n",
     ),
     Item(
         "resources",
         "规范/接口设计规范.md",
         "zh",
-        "# 接口设计规范\n\n错误码统一为 E 加六位数字，例如 E100231；分页参数用 page_token，不用页码；时间字段一律用 ISO 8601 格式并带时区。\n",
+        "# 接口设计规范\n\n错误码统一为 E 加六位数字，例如 E100231；分页参数用 page_token，不用页码；时间字段一律用 "
+        "ISO 8601 格式并带时区。\n",
     ),
     Item(
         "resources",
         "规范/数据库设计规范.md",
         "zh",
-        "# 数据库设计规范\n\n表名和字段名用小写加下划线；单表超过 2000 万行要提前规划分表；禁止在线上库直接执行 DDL，必须走变更平台。\n",
+        "# 数据库设计规范\n\n表名和字段名用小写加下划线；单表超过 2000 万行要提前规划分表；禁止在线上库直接执行 DDL，"
+        "必须走变更平台。\n",
     ),
     Item(
         "resources",
         "runbooks/风控引擎回滚.md",
         "zh",
-        "# 风控引擎回滚\n\n规则发布后拦截率异常升高时，执行 riskctl rollback --to last-stable 回到上一个稳定版本，然后在风控值班群里通报。\n",
+        "# 风控引擎回滚\n\n规则发布后拦截率异常升高时，执行 riskctl rollback --to last-stable 回到上一个稳定版本，"
+        "然后在风控值班群里通报。\n",
     ),
     Item(
         "resources",
         "handbook/上海报销制度.md",
         "zh",
-        "# 上海办公室报销制度\n\n晚上九点以后下班可以报销打车费，每月上限 800 元；餐补每天 50 元，发票要在月底前提交。\n",
+        "# 上海办公室报销制度\n\n晚上九点以后下班可以报销打车费，每月上限 800 元；餐补每天 50 元，发票要在月底前提交。"
+        "\n",
     ),
     Item(
         "resources",
         "规范/代码评审规范.md",
         "zh",
-        "# 代码评审规范\n\n每个合并请求至少需要两名评审人批准，其中一人必须来自代码所属的团队；评审意见要在一个工作日内回复。\n",
+        "# 代码评审规范\n\n每个合并请求至少需要两名评审人批准，其中一人必须来自代码所属的团队；"
+        "评审意见要在一个工作日内回复。\n",
     ),
     Item(
         "resources",
         "handbook/上海值班交接.md",
         "zh",
-        "# 上海值班交接\n\n每周一上午十点在运维值班群里交接，交接内容包括未关闭的告警、进行中的变更和已知风险。值班手机由上一位值班人当面交给下一位。\n",
+        "# 上海值班交接\n\n每周一上午十点在运维值班群里交接，交接内容包括未关闭的告警、进行中的变更和已知风险。"
+        "值班手机由上一位值班人当面交给下一位。\n",
     ),
     Item(
         "resources",
@@ -702,7 +711,8 @@ ITEMS = [
         "resources",
         "services/模型训练平台.md",
         "zh",
-        "# 模型训练平台\n\n训练平台共有 32 张 A100，按团队分配配额。申请 GPU 要在平台上提交工单，由数据组负责人审批，单个任务最长运行 72 小时。\n",
+        "# 模型训练平台\n\n训练平台共有 32 张 A100，按团队分配配额。申请 GPU 要在平台上提交工单，由数据组负责人审批，"
+        "单个任务最长运行 72 小时。\n",
     ),
     # skills, English: sections long enough to stay sections (a skill's body is served section by section)
     Item(
@@ -758,7 +768,8 @@ ITEMS = [
         _skill(
             "triage-flaky-test",
             "Reproduce a flaky pytest test by running it many times with random ordering disabled.",
-            "# Triage a flaky test\n\n## Reproduce\nRun pytest -p no:randomly --count 50 path/to/test.py::test_name and "
+            "# Triage a flaky test\n\n## Reproduce\nRun pytest -p no:randomly --count 50 path/to/test.py::test_name "
+            "and "
             "note how many runs fail. A failure that only shows with random ordering points at shared state between "
             "tests; one that shows either way usually depends on time, the network or a race.\n\n"
             "## Report\nFile the flaky test in the owning team's board with the failing seed, the failure rate and "
@@ -786,7 +797,8 @@ ITEMS = [
         _skill(
             "summarize-alerts",
             "Summarise the last 24 hours of alerts for the on-call handover note, grouped by service.",
-            "# Summarise alerts\n\n## Steps\nFetch the alerts from PagerDuty for the rotation's services, merge repeats "
+            "# Summarise alerts\n\n## Steps\nFetch the alerts from PagerDuty for the rotation's services, merge "
+            "repeats "
             "of the same alert, and list the open ones first with their current owner. Alerts that fired and resolved "
             "by themselves more than three times are flagged as noisy.\n\n"
             "## Output\nA short note for the handover call, one line per service, with links to the incidents and to "
@@ -801,8 +813,10 @@ ITEMS = [
         _skill(
             "weekly-report-zh",
             "生成中文周报：从 Jira 拉取本周完成的任务，按三段式整理后发到飞书群。",
-            "# 生成周报\n\n## 步骤\n先按经办人筛选本周关闭的任务，再把进行中的任务按风险高低排序，最后整理成本周进展、风险和下周计划三段，每段不超过五条，"
-            "用中文写，任务编号保留原样。\n\n## 注意\n涉及其他团队的任务要写清楚对接人和预计完成时间，风险要写明影响范围和需要谁支持，"
+            "# 生成周报\n\n## 步骤\n先按经办人筛选本周关闭的任务，再把进行中的任务按风险高低排序，最后整理成本周进展、"
+            "风险和下周计划三段，每段不超过五条，"
+            "用中文写，任务编号保留原样。\n\n## 注意\n涉及其他团队的任务要写清楚对接人和预计完成时间，"
+            "风险要写明影响范围和需要谁支持，"
             "发出之前自己再从头读一遍，确认没有遗漏本周上线的变更。\n",
         ),
     ),
@@ -813,8 +827,10 @@ ITEMS = [
         _skill(
             "order-trace",
             "排查订单问题：先用订单号查出调用链编号，再在日志平台查询整条调用链。",
-            "# 排查订单问题\n\n## 命令\n运行 ordertool trace --order 订单号 得到 trace_id，然后在日志平台按 trace_id 搜索，按时间顺序查看每个服务的日志，"
-            "先看返回错误的那一跳。\n\n## 升级\n涉及资金的问题要马上在交易值班群里通报，并附上订单号、trace_id 和出错的时间点；"
+            "# 排查订单问题\n\n## 命令\n运行 ordertool trace --order 订单号 得到 trace_id，然后在日志平台按 trace_id "
+            "搜索，按时间顺序查看每个服务的日志，"
+            "先看返回错误的那一跳。\n\n## 升级\n涉及资金的问题要马上在交易值班群里通报，并附上订单号、trace_id "
+            "和出错的时间点；"
             "影响超过一百个订单时还要电话通知交易组负责人。\n",
         ),
     ),
@@ -825,8 +841,10 @@ ITEMS = [
         _skill(
             "loadtest-prep",
             "压测准备：提前三天在压测群报备，确认影子库和限流配置。",
-            "# 压测准备\n\n## 检查项\n确认压测流量带有压测标记，写入影子库而不是生产库；确认下游服务的限流阈值，必要时临时调高；准备好一键停止压测的开关，"
-            "并指定一名观察人盯住核心看板。\n\n## 结束\n压测结束后恢复限流配置，清理影子库里的压测数据，在压测群里贴出峰值、瓶颈和发现的问题，"
+            "# 压测准备\n\n## 检查项\n确认压测流量带有压测标记，写入影子库而不是生产库；确认下游服务的限流阈值，"
+            "必要时临时调高；准备好一键停止压测的开关，"
+            "并指定一名观察人盯住核心看板。\n\n## 结束\n压测结束后恢复限流配置，清理影子库里的压测数据，"
+            "在压测群里贴出峰值、瓶颈和发现的问题，"
             "问题要建单并指定负责人。\n",
         ),
     ),
@@ -837,7 +855,8 @@ ITEMS = [
         _skill(
             "zh-doc-review",
             "中文文档校对：按术语表统一译名，英文产品名保持原文，不翻译。",
-            "# 中文文档校对\n\n## 步骤\n先对照术语表统一译名，再检查中英文之间的空格和标点，数字和单位之间留一个空格，最后通读一遍看语句是否通顺，"
+            "# 中文文档校对\n\n## 步骤\n先对照术语表统一译名，再检查中英文之间的空格和标点，数字和单位之间留一个空格，"
+            "最后通读一遍看语句是否通顺，"
             "有疑问的地方用批注标出来。\n\n## 交付\n校对完成后把修改记录发给文档作者确认，作者同意以后再合并；"
             "术语表里没有的新词先记下来，每月和翻译组一起补充到术语表里。\n",
         ),

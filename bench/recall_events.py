@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """The request-path cost of recording a RecallEvent: /search context and /recall with recording on vs off.
 
-    .venv/bin/python bench/recall_events.py [--size 2000] [--queries 200] [--inserts 500]
+    .venv/bin/python -m bench.recall_events [--size 2000] [--queries 200] [--inserts 500]
 
 Loads the deterministic corpus of bench/find_latency.py into its own database `ovsite_bench_events`, starts one
 gunicorn worker and, for every query, sends each request twice on one keep-alive connection: once with
@@ -12,22 +11,13 @@ waits for it); then times the recording call alone in-process, the shipped state
 replaced. Rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — it configures the environment before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import find_latency as corpus
+from bench import harness
 
-DB = "ovsite_bench_events"
-corpus.BENCH_DB = DB
-os.environ["OVSITE_PG_DATABASE"] = DB
+DATABASE = "ovsite_bench_events"
 SECTION_BEGIN, SECTION_END = "<!-- recall_events:begin -->", "<!-- recall_events:end -->"
 ENDPOINTS = {
     "search context (coding)": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600, "purpose": "coding"}),
@@ -38,7 +28,7 @@ ENDPOINTS = {
 def run(args) -> dict:
     import httpx
 
-    _, conn = assembly_latency.load_bench_corpus(args.size)
+    _, conn = corpus.load_corpus(args.size)
     from profiles.models import RecallEvent, RetrievalSettings  # once Django is set up
 
     conn.execute(f"TRUNCATE {RecallEvent._meta.db_table}")
@@ -47,13 +37,11 @@ def run(args) -> dict:
     def recording(on: bool) -> None:
         conn.execute(f"UPDATE {settings_table} SET record_recall_events = %s WHERE id = 1", [on])
 
-    server = corpus.Server(
-        1, Path(tempfile.mkdtemp(prefix="ovsite-events-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
-    )
+    server = harness.Gunicorn(1)
     server.start()
     samples = {name: {side: {"client": [], "server": []} for side in ("on", "off")} for name in ENDPOINTS}
     try:
-        corpus.warm_up(server)
+        harness.warm_up(server, corpus.QUERIES)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for path, extra in ENDPOINTS.values():  # first-use costs out, on both sides
                 for on in (True, False):
@@ -64,14 +52,10 @@ def run(args) -> dict:
                 for name, (path, extra) in ENDPOINTS.items():
                     for on in (True, False) if i % 2 == 0 else (False, True):
                         recording(on)
-                        started = time.perf_counter()
-                        response = client.post(path, json={"query": query, **extra})
-                        elapsed = (time.perf_counter() - started) * 1000
-                        response.raise_for_status()
-                        stages = corpus.server_timing(response.headers["Server-Timing"])
+                        answer = harness.timed_post(client, path, {"query": query, **extra})
                         side = samples[name]["on" if on else "off"]
-                        side["client"].append(elapsed)
-                        side["server"].append(sum(stages.values()))
+                        side["client"].append(answer.client_ms)
+                        side["server"].append(answer.server_ms)
         recorded = RecallEvent.objects.count()
     finally:
         server.stop()
@@ -136,7 +120,7 @@ def insert_paths(count: int) -> dict[str, list[float]]:
             )
 
     times = {"one statement (shipped)": [], "ORM transaction (before)": []}
-    paths = list(zip(times, (shipped, orm)))
+    paths = list(zip(times, (shipped, orm), strict=True))
     for i in range(count):
         for name, path in paths if i % 2 == 0 else paths[::-1]:
             started = time.perf_counter()
@@ -147,19 +131,16 @@ def insert_paths(count: int) -> dict[str, list[float]]:
 
 
 def render(run: dict, command: str) -> str:
-    median = corpus.median
+    median, pct = harness.median, harness.pct
     lines = [
         SECTION_BEGIN,
         "## recall_events — request-path cost of recording a RecallEvent",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU (shared with other engineers' work), Python "
-        f"{platform.python_version()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the "
-        "end  ",
-        f"Server: `gunicorn {run['server_command']}`, database `{DB}`, corpus of bench/find_latency.py with "
-        f"{run['size']:,} nodes; {run['queries']} queries, each request sent with recording on and off in "
-        "turn (order alternating per query) on one keep-alive connection; query-vector cache off. "
+        *harness.heading(command, " (shared machine)"),
+        f"Server: `gunicorn {run['server_command']}`, database `{harness.database()}`, corpus of "
+        f"bench/find_latency.py with {run['size']:,} nodes; {run['queries']} queries, each request sent with "
+        "recording on and off in turn (order alternating per query) on one keep-alive connection; query-vector "
+        "cache off. "
         f"{run['recorded']:,} events recorded. All figures from this one run.",
         "",
         "| request | client p50 on | client p50 off | paired Δ client p50 | server p50 on | server p50 off |",
@@ -167,7 +148,7 @@ def render(run: dict, command: str) -> str:
     ]
     for name, sides in run["samples"].items():
         on, off = sides["on"], sides["off"]
-        delta = median([a - b for a, b in zip(on["client"], off["client"])])
+        delta = harness.paired_median(on["client"], off["client"])
         lines.append(
             f"| {name} | {median(on['client']):.2f} | {median(off['client']):.2f} | {delta:+.2f} | "
             f"{median(on['server']):.2f} | {median(off['server']):.2f} |"
@@ -185,22 +166,21 @@ def render(run: dict, command: str) -> str:
         "| path | p50 | p95 |",
         "|---|---:|---:|",
     ]
-    lines += [f"| {name} | {median(times):.3f} | {corpus.pct(times, 95):.3f} |" for name, times in paths.items()]
+    lines += [f"| {name} | {median(times):.3f} | {pct(times, 95):.3f} |" for name, times in paths.items()]
     shipped, before = (median(times) for times in paths.values())
     lines += ["", f"The shipped statement costs {shipped / before:.2f}× the ORM path it replaced.", SECTION_END, ""]
     return "\n".join(lines)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--inserts", type=int, default=500)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = (".venv/bin/python bench/recall_events.py " + " ".join(sys.argv[1:])).strip()
-    section = render(run(args), command)
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    harness.configure(args.database)
+    section = render(run(args), harness.command_line("bench.recall_events"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Scale: N nodes (default 1,000,000) by bulk load, then /find and /search context latency and HNSW recall@10.
 
-    .venv/bin/python bench/scale.py [--size 1000000] [--base N] [--m 16 --ef-construction 64]
+    .venv/bin/python -m bench.scale [--size 1000000] [--base N] [--m 16 --ef-construction 64]
                                     [--ef-search 300 400] [--reuse]
 
 1. Empties `retrieval_context` in its own database (`ovsite_bench_scale`), drops every secondary index but the
@@ -25,7 +24,6 @@
 Rewrites its section of bench/RESULTS.md (one section per size).
 """
 
-import argparse
 import datetime as dt
 import hashlib
 import itertools
@@ -38,9 +36,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
+import numpy as np
+
+from bench import find_latency as common
+from bench import harness
 
 SECTION = "<!-- scale:{size}:{edge} -->"  # one section per size: the largest run does not erase the smaller ones
 GOAL_RECALL, GOAL_FIND_P50_MS = 0.95, 25.0
@@ -56,7 +55,8 @@ ENV_SETTINGS = (
     "OVSITE_PG_SHARED_BUFFERS",
 )
 KEPT_INDEXES = ("retrieval_context_pkey", "context_account_uri_unique")
-CACHE = common.ROOT / "bench" / ".data"
+CACHE = harness.ROOT / "bench" / ".data"
+DATABASE = "ovsite_bench_scale"
 
 
 def cache_file(model: str, count: int) -> Path | None:
@@ -76,8 +76,6 @@ def prefix_file(model: str, count: int) -> Path | None:
 def cached_rows(path: Path, start: int, stop: int, step: int):
     """Rows [start, stop) of a cached .npy, `step` at a time, by plain reads: a memory map would keep every page it
     touched in the loader's resident set (2 GB at a million), and the loader's peak RSS is a reported figure."""
-    import numpy as np
-
     with open(path, "rb") as f:
         major, _ = np.lib.format.read_magic(f)
         read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
@@ -96,8 +94,6 @@ def real_blocks(nodes, count: int, stats: dict):
     first k nodes of any run are the same nodes and their vectors too. A cache of at least `count` rows is read;
     otherwise the longest shorter one gives its rows and the rest are embedded (retrieval.bulk.embedded) and
     appended to a new cache file as they come, which replaces nothing until it is complete."""
-    import numpy as np
-
     from retrieval.bulk import embedded
     from retrieval.embedders import get_embedder
 
@@ -116,7 +112,7 @@ def real_blocks(nodes, count: int, stats: dict):
         for first in range(known, count, batch):
             yield list(itertools.islice(nodes, min(batch, count - first)))
 
-    def embed(nodes_batch: list[dict]) -> tuple[list[dict], "np.ndarray"]:
+    def embed(nodes_batch: list[dict]) -> tuple[list[dict], np.ndarray]:
         return nodes_batch, embedder.embed([n["abstract"] for n in nodes_batch])
 
     CACHE.mkdir(exist_ok=True)
@@ -141,8 +137,8 @@ def real_blocks(nodes, count: int, stats: dict):
 
 
 def derived_vectors(
-    base: "np.ndarray", start: int, count: int, seed: int, noise: float = NOISE, how: str = "neighbour"
-) -> "np.ndarray":
+    base: np.ndarray, start: int, count: int, seed: int, noise: float = NOISE, how: str = "neighbour"
+) -> np.ndarray:
     """`count` vectors for nodes beyond the embedded base, deterministic for (seed, start), unit length.
 
     "neighbour" (the default): a point on the segment between a base vector p and its nearest partner q among
@@ -152,8 +148,6 @@ def derived_vectors(
     anchors size/base of them, and at 1M from 10k real ones that made ~100 near-copies around every real
     embedding, all about equally far from a query (the noise dominates their differences): exact top-10 becomes
     a draw among near-ties, and recall@10 measured the noise, not the index (bench/RESULTS.md, hnsw_sweep)."""
-    import numpy as np
-
     rng = np.random.default_rng([seed, start])
     dim = base.shape[1]
     p = rng.integers(0, len(base), count)
@@ -176,8 +170,6 @@ def node_blocks(
 ):
     """(nodes, vectors) batches: the first `base` nodes with their real embeddings (real_blocks, which fills
     `stats`), then derived ones in blocks of BLOCK (`derived_vectors` seeds each block by its start)."""
-    import numpy as np
-
     from retrieval.embedders import get_embedder
 
     now = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
@@ -235,16 +227,12 @@ class ExactTop10:
     vectors the table gets (every node passes /find's visibility filters for user `default`), no sequential
     scans."""
 
-    def __init__(self, queries: "np.ndarray"):
-        import numpy as np
-
+    def __init__(self, queries: np.ndarray):
         self.queries = queries
         self.best_d = np.full((len(queries), 11), np.inf, dtype=np.float32)
         self.best_uri = np.full((len(queries), 11), "", dtype=object)
 
-    def add(self, uris: list[str], vectors: "np.ndarray") -> None:
-        import numpy as np
-
+    def add(self, uris: list[str], vectors: np.ndarray) -> None:
         d = np.concatenate([self.best_d, 1.0 - self.queries @ vectors.T], axis=1)
         u = np.concatenate([self.best_uri, np.array(uris, dtype=object)[None, :].repeat(len(d), 0)], axis=1)
         keep = np.argsort(d, axis=1, kind="stable")[:, :11]
@@ -252,23 +240,19 @@ class ExactTop10:
 
     def gap(self) -> float:
         """Median distance between the 10th and the 11th exact neighbour."""
-        import numpy as np
-
         return float(np.median(self.best_d[:, 10] - self.best_d[:, 9]))
 
     def recall(self, hits: list[list[tuple[str, float]]], band: float = 1e-5) -> float:
         """Mean share of each query's top 10 found; a hit within `band` of the 10th exact distance counts (the
         default: a tie; TIE_BAND: a near-tie)."""
         recalls = []
-        for uris, dists, found in zip(self.best_uri, self.best_d, hits):
+        for uris, dists, found in zip(self.best_uri, self.best_d, hits, strict=True):
             exact = set(uris[:10])
             recalls.append(sum(1 for uri, score in found if uri in exact or 1 - score <= dists[9] + band) / 10)
         return sum(recalls) / len(recalls)
 
 
-def query_vectors() -> "np.ndarray":
-    import numpy as np
-
+def query_vectors() -> np.ndarray:
     from retrieval.embedders import embed_query
 
     return np.array([embed_query(q) for q in common.QUERIES], dtype=np.float32)
@@ -277,15 +261,13 @@ def query_vectors() -> "np.ndarray":
 def exact_top10(args, conn) -> ExactTop10:
     """For --reuse: the loaded vectors again (deterministic; the base from the cache, no text generated), each
     with the URI of the row it went into (ids are the load order: the load restarts the identity)."""
-    import numpy as np
-
     from retrieval.embedders import get_embedder
 
     uris = [uri for (uri,) in conn.execute("SELECT uri FROM retrieval_context ORDER BY id")]
     base = min(args.base, len(uris))
     cached = cache_file(get_embedder().model, base)
     exact = ExactTop10(query_vectors())
-    for start, vectors in zip(range(0, base, BLOCK), cached_rows(cached, 0, base, BLOCK)):
+    for start, vectors in zip(range(0, base, BLOCK), cached_rows(cached, 0, base, BLOCK), strict=True):
         exact.add(uris[start : start + len(vectors)], vectors)
     if base == len(uris):
         return exact
@@ -349,41 +331,16 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
                 exact.add([n["uri"] for n in nodes], vectors)
                 timings["vectors_s"] += time.perf_counter() - t
                 t = time.perf_counter()
-                for node, vector in zip(nodes, vectors):
-                    copy.write_row(
-                        (
-                            account_id,
-                            node["uri"],
-                            node["uri"].rsplit("/", 1)[0],
-                            node["kind"],
-                            node["context_type"],
-                            node["category"],
-                            node["owner"],
-                            "",
-                            node["abstract"],
-                            node["overview"],
-                            node["content"],
-                            estimate_tokens(node["abstract"]),
-                            estimate_tokens(node["overview"]),
-                            estimate_tokens(node["content"]),
-                            node["tags"],
-                            node["created_at"],
-                            node["updated_at"],
-                            node["event_time"],
-                            vector,
-                            model,
-                            hashlib.sha256(node["content"].encode()).hexdigest(),
-                            "ready",
-                            "",
-                            0,
-                        )
-                    )
+                for node, vector in zip(nodes, vectors, strict=True):
+                    tokens = tuple(estimate_tokens(node[level]) for level in ("abstract", "overview", "content"))
+                    content_hash = hashlib.sha256(node["content"].encode()).hexdigest()
+                    copy.write_row(common.copy_row(account_id, node, vector, model, tokens, content_hash))
                 timings["copy_s"] += time.perf_counter() - t
                 bar.update(len(nodes))
     out.update(timings, **vectors_from)
     out["load_s"] = time.perf_counter() - t_all
     out["loader_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    common.log(f"loaded {args.size:,} rows in {out['load_s']:.0f} s; building indexes")
+    harness.log(f"loaded {args.size:,} rows in {out['load_s']:.0f} s; building indexes")
 
     out["indexes"] = {}
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
@@ -397,7 +354,7 @@ def load(args, account_id: int, conn) -> tuple[dict, ExactTop10]:
             "peak_pss_mb": sampler.peak_mb,
             "mb": conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0],
         }
-        common.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
+        harness.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
     t = time.perf_counter()
     conn.execute("VACUUM (ANALYZE) retrieval_context")
     out["vacuum_s"] = time.perf_counter() - t
@@ -413,7 +370,7 @@ def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
     (OVSITE_HNSW_WIDE_EF_SEARCH)."""
     import httpx
 
-    server = common.Server(args.workers, tmp, {"OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
+    server = harness.Gunicorn(args.workers, log_dir=tmp, env={"OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
     server.start()
     endpoints = {
         "find": ("/api/v1/search/find", {"limit": 10}),
@@ -422,39 +379,31 @@ def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
     samples = {name: {"client": [], "server": []} for name in endpoints}
     hits = {}
     try:
-        common.warm_up(server)
+        harness.warm_up(server, common.QUERIES)
         with httpx.Client(base_url=server.url, timeout=120) as client:
             for i in range(20):  # this connection's worker: caches and plans warm
                 for path, extra in endpoints.values():
                     client.post(path, json={"query": common.QUERIES[i % len(common.QUERIES)], **extra})
             if args.quiet_wait:
-                common.wait_quiet(args.quiet_wait)
+                harness.wait_quiet(args.quiet_wait)
             load_avg = os.getloadavg()
             for i in range(args.queries):
                 query = common.QUERIES[i % len(common.QUERIES)]
                 for name, (path, extra) in endpoints.items():
-                    started = time.perf_counter()
-                    response = client.post(path, json={"query": query, **extra})
-                    elapsed = (time.perf_counter() - started) * 1000
-                    response.raise_for_status()
-                    samples[name]["client"].append(elapsed)
-                    samples[name]["server"].append(
-                        sum(common.server_timing(response.headers.get("Server-Timing", "")).values())
-                    )
+                    answer = harness.timed_post(client, path, {"query": query, **extra})
+                    samples[name]["client"].append(answer.client_ms)
+                    samples[name]["server"].append(answer.server_ms)
                     if name == "find" and i < len(common.QUERIES):
-                        result = response.json()["result"]
+                        result = answer.result
                         hits[i] = [
                             (h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in result[key]
                         ]
     finally:
         server.stop()
-        out_command = server.command.replace(f"127.0.0.1:{server.port}", "127.0.0.1:PORT").replace(
-            f"--chdir {common.ROOT}", "--chdir ."
-        )
     found = [hits[i] for i in range(len(common.QUERIES))]
     recall, tolerant = exact.recall(found), exact.recall(found, TIE_BAND)
-    common.log(
-        f"ef_search {ef_search}: find p50 {common.median(samples['find']['client']):.2f} ms, "
+    harness.log(
+        f"ef_search {ef_search}: find p50 {harness.median(samples['find']['client']):.2f} ms, "
         f"recall@10 {recall:.3f} (tolerant {tolerant:.3f})"
     )
     return {
@@ -462,7 +411,7 @@ def latency(args, tmp: Path, exact: ExactTop10, ef_search: int) -> dict:
         "recall": recall,
         "tolerant": tolerant,
         "gap": exact.gap(),
-        "server_command": out_command,
+        "server_command": server.command,
         "ef_search": ef_search,
         "load_avg": load_avg,
     }
@@ -487,15 +436,14 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
         SECTION.format(size=size, edge="begin"),
         f"## scale — {size:,} nodes: bulk load, /find and /search context, HNSW recall@10",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)}"
-        f" GB RAM, shared with other engineers' work; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end"
-        + (f", {' '.join(f'{x:.2f}' for x in loaded['build_load_avg'])} when the indexes were built" if loaded else "")
-        + " (per latency run: the table's last column).  ",
-        f"Server: `gunicorn {lat['server_command']}`, database `{common.BENCH_DB}`; searches in score order walk one "
-        "HNSW index per search partition and merge from `OVSITE_PARTITIONED_SEARCH_FROM` nodes on, the "
+        *harness.heading(
+            command,
+            f", {harness.ram_gb()} GB RAM, shared machine"
+            + (f"; {harness.load_average(loaded['build_load_avg'])} when the indexes were built" if loaded else "")
+            + " (per latency run: the table's last column).",
+        ),
+        f"Server: `gunicorn {lat['server_command']}`, database `{harness.database()}`; searches in score order walk "
+        "one HNSW index per search partition and merge from `OVSITE_PARTITIONED_SEARCH_FROM` nodes on, the "
         "whole table's below it; `hnsw.ef_search` per run through `OVSITE_HNSW_WIDE_EF_SEARCH` "
         "(/find and /search context without a purpose, both measured here).  ",
         "Settings: per session "
@@ -556,11 +504,11 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
             recall = f"{run['recall']:.3f} | {run['tolerant']:.3f}" if name == "find" else " | "
             load_avg = " / ".join(f"{x:.2f}" for x in run["load_avg"]) if name == "find" else ""
             lines.append(
-                f"| {run['ef_search']} | {name} | {common.median(x['client']):.2f} | "
-                f"{common.pct(x['client'], 95):.2f} | {common.median(x['server']):.2f} | "
-                f"{common.pct(x['server'], 95):.2f} | {recall} | {load_avg} |"
+                f"| {run['ef_search']} | {name} | {harness.median(x['client']):.2f} | "
+                f"{harness.pct(x['client'], 95):.2f} | {harness.median(x['server']):.2f} | "
+                f"{harness.pct(x['server'], 95):.2f} | {recall} | {load_avg} |"
             )
-    find_p50 = common.median(lat["samples"]["find"]["client"])
+    find_p50 = harness.median(lat["samples"]["find"]["client"])
     lines += [
         "",
         f"Goals at 1M, with the deployment's ef_search ({lat['ef_search']}): "
@@ -574,7 +522,7 @@ def render(size: int, args, loaded: dict | None, lats: list[dict], used: dict, c
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument(
         "--base",
@@ -592,47 +540,32 @@ def main() -> int:
     parser.add_argument(
         "--ef-search", type=int, nargs="*", default=[], help="what-if ef_search values measured after the deployment's"
     )
-    parser.add_argument("--database", default="ovsite_bench_scale")
     parser.add_argument("--reuse", action="store_true", help="keep what is loaded; only measure")
     parser.add_argument(
         "--quiet-wait", type=float, default=0.0, help="seconds to wait at most for a quiet CPU before each latency run"
     )
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if any(ef > 1000 for ef in args.ef_search):  # pgvector's limit: the server would answer every /find with a 500
         parser.error("--ef-search: hnsw.ef_search is at most 1000")
-    common.BENCH_DB = args.database
-    os.environ["OVSITE_PG_DATABASE"] = args.database
-    # The settings a run was given from the environment belong to its command: the section's figures depend on them.
-    given = " ".join(f"{name}={os.environ[name]}" for name in ENV_SETTINGS if name in os.environ)
-    command = (f"{given} .venv/bin/python bench/scale.py " + " ".join(sys.argv[1:])).strip()
-
-    import django
-
-    django.setup()
+    if args.queries < len(common.QUERIES):  # recall@10 is measured on each question's first answer
+        parser.error(f"--queries: at least {len(common.QUERIES)}, every question once")
+    harness.configure(args.database)
+    account = harness.migrated_database()
     from django.conf import settings
-    from django.core.management import call_command
 
-    from core import embedded_pg
-    from core.models import Account, AccountUser
-
-    embedded_pg.start_configured(args.database)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
-    conn = common.raw_connection()
+    conn = harness.raw_connection()
     if args.base is None:  # every node real; with --reuse, every node loaded
         args.base = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0] if args.reuse else args.size
     loaded, exact = (None, exact_top10(args, conn)) if args.reuse else load(args, account.id, conn)
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     lats = [latency(args, tmp, exact, ef) for ef in dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search])]
     size = conn.execute("SELECT count(*) FROM retrieval_context").fetchone()[0]
+    # The settings a run was given from the environment belong to its command: the section's figures depend on them.
+    command = harness.command_line("bench.scale", env_names=ENV_SETTINGS)
     section = render(size, args, loaded, lats, settings_used(conn), command)
-    print(section)
-    if not args.no_write:
-        assembly_latency.write_section(
-            section, SECTION.format(size=size, edge="begin"), SECTION.format(size=size, edge="end")
-        )
+    harness.publish(
+        section, SECTION.format(size=size, edge="begin"), SECTION.format(size=size, edge="end"), write=not args.no_write
+    )
     return 0
 
 

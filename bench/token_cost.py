@@ -1,12 +1,11 @@
-#!/usr/bin/env python
 """What exact token counting costs (docs/tokens.md): /search context and bootstrap in each tokenizer family beside
 the estimator-only request, and the write path's counting per node.
 
-    .venv/bin/python bench/token_cost.py [--size 10000] [--queries 200]
+    .venv/bin/python -m bench.token_cost [--size 10000] [--queries 200]
 
 Loads the corpus of bench/find_latency.py (its loader counts every node's three levels as the write path does:
-exactly, in the deployment's family, o200k) into `ovsite_bench_assembly`, starts the server of
-bench/assembly_latency.py and sends, for every query in turn, /search context (1600 tokens) once per family —
+exactly, in the deployment's family, o200k) into `ovsite_bench_assembly`, starts gunicorn as
+bench/assembly_latency.py does and sends, for every query in turn, /search context (1600 tokens) once per family —
 `estimate` (the estimator alone: no exact count, no margin, no replan) first — then bootstrap (1600 tokens) once
 per family, on one keep-alive connection, so every family is measured alternately in one run: requests that name
 another family than the stored counts'. Then, for each other family, it makes that family the deployment's
@@ -17,18 +16,11 @@ corpus's three levels are counted with each family's counter and with the estima
 bench/RESULTS.md.
 """
 
-import argparse
-import datetime as dt
-import os
-import platform
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assembly_latency  # noqa: E402 — it configures the environment (database) before Django loads
-import find_latency as corpus  # noqa: E402
+from bench import assembly_latency, harness
+from bench import find_latency as corpus
 
 SECTION_BEGIN, SECTION_END = "<!-- token_cost:begin -->", "<!-- token_cost:end -->"
 FAMILIES = ("estimate", "o200k", "cl100k", "qwen", "deepseek")
@@ -52,24 +44,21 @@ def measure(args, families) -> tuple[dict, str]:
     """Every request of `requests_for` per query against a fresh server: samples by (request, family)."""
     import httpx
 
-    server = corpus.Server(
-        args.workers, Path(tempfile.mkdtemp(prefix="ovsite-tok-")), extra_env={"OVSITE_QUERY_VECTOR_CACHE": "0"}
-    )
+    server = harness.Gunicorn(args.workers)
     server.start()
     samples: dict = {}
     try:
-        corpus.warm_up(server)
+        harness.warm_up(server, corpus.QUERIES)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for path, body in requests_for(corpus.QUERIES[0], families).values():  # vocabularies out of the timing
                 for _ in range(args.workers * 2):
                     client.post(path, json=body).raise_for_status()
             for i in range(args.queries):
                 for key, (path, body) in requests_for(corpus.QUERIES[i % len(corpus.QUERIES)], families).items():
-                    response = client.post(path, json=body)
-                    response.raise_for_status()
-                    stats = response.json()["result"]["stats"]
+                    answer = harness.timed_post(client, path, body)
+                    stats = answer.result["stats"]
                     sample = samples.setdefault(key, {"server": [], "used": [], "replans": [], "over": 0})
-                    sample["server"].append(sum(corpus.server_timing(response.headers["Server-Timing"]).values()))
+                    sample["server"].append(answer.server_ms)
                     sample["used"].append(stats["used_tokens"])
                     sample["replans"].append(stats.get("replans", 0))
                     sample["over"] += stats["used_tokens"] > MAX_TOKENS
@@ -90,7 +79,7 @@ def store_counts_in(family: str) -> float:
 
 
 def serve(args) -> dict:
-    loaded, _ = assembly_latency.load_bench_corpus(args.size)
+    loaded, _ = corpus.load_corpus(args.size)
     store_counts_in("o200k")
     mixed, command = measure(args, FAMILIES)
     own, recounts = {}, {}
@@ -164,18 +153,15 @@ def render(run: dict, rates: dict, command: str, args) -> str:
     s = run["samples"]
 
     def cost(kind: str, family: str) -> float:
-        return corpus.median([a - b for a, b in zip(s[(kind, family)]["server"], s[(kind, "estimate")]["server"])])
+        return harness.paired_median(s[(kind, family)]["server"], s[(kind, "estimate")]["server"])
 
     loaded = run["loaded"]
     lines = [
         SECTION_BEGIN,
         "## token_cost — exact token counts beside the estimator",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, Python {platform.python_version()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end  ",
-        f"Server: `gunicorn {run['server_command']}`, database `{assembly_latency.DB}`; corpus of "
+        *harness.heading(command),
+        f"Server: `gunicorn {run['server_command']}`, database `{harness.database()}`; corpus of "
         f"bench/find_latency.py, {args.size:,} nodes, loaded end to end at {loaded['e2e_rate']:.0f} nodes/s "
         f"with exact o200k counts (generation and counting {loaded['generate_s']:.1f} s of "
         f"{loaded['e2e_s']:.1f} s); {args.queries} queries, every request below alternating per query on one "
@@ -194,8 +180,8 @@ def render(run: dict, rates: dict, command: str, args) -> str:
             verdict = "—" if family == "estimate" else f"≤ {target} ms {'met' if extra <= target else 'NOT met'}"
             replanned = sum(1 for r in x["replans"] if r)
             lines.append(
-                f"| {kind} {MAX_TOKENS} | {family} | {corpus.median(x['server']):.2f} | "
-                f"{extra:+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
+                f"| {kind} {MAX_TOKENS} | {family} | {harness.median(x['server']):.2f} | "
+                f"{extra:+.2f} | {harness.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
                 f"{replanned} | {verdict} |"
             )
     lines += [
@@ -210,17 +196,17 @@ def render(run: dict, rates: dict, command: str, args) -> str:
     for kind, target in (("context", TARGET_CONTEXT_MS), ("bootstrap", TARGET_BOOTSTRAP_MS)):
         x = s[(kind, "o200k")]
         lines.append(
-            f"| {kind} {MAX_TOKENS} | o200k | (loaded in it) | {corpus.median(x['server']):.2f} | "
-            f"{cost(kind, 'o200k'):+.2f} | {corpus.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
+            f"| {kind} {MAX_TOKENS} | o200k | (loaded in it) | {harness.median(x['server']):.2f} | "
+            f"{cost(kind, 'o200k'):+.2f} | {harness.median(x['used']):.0f} | {x['over']} of {len(x['used'])} | "
             f"{sum(1 for r in x['replans'] if r)} | "
             f"≤ {target} ms {'met' if cost(kind, 'o200k') <= target else 'NOT met'} |"
         )
         for family, own in run["own"].items():
             x = own[(kind, family)]
-            extra = corpus.median([a - b for a, b in zip(x["server"], own[(kind, "estimate")]["server"])])
+            extra = harness.paired_median(x["server"], own[(kind, "estimate")]["server"])
             lines.append(
                 f"| {kind} {MAX_TOKENS} | {family} | {run['recounts'][family]:.1f} | "
-                f"{corpus.median(x['server']):.2f} | {extra:+.2f} | {corpus.median(x['used']):.0f} | "
+                f"{harness.median(x['server']):.2f} | {extra:+.2f} | {harness.median(x['used']):.0f} | "
                 f"{x['over']} of {len(x['used'])} | {sum(1 for r in x['replans'] if r)} | "
                 f"≤ {target} ms {'met' if extra <= target else 'NOT met'} |"
             )
@@ -256,17 +242,16 @@ def render(run: dict, rates: dict, command: str, args) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, assembly_latency.DATABASE)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = ".venv/bin/python bench/token_cost.py " + " ".join(sys.argv[1:])
+    harness.configure(args.database)
     run = serve(args)
     run["elements"] = element_costs()
-    section = render(run, counting_rates(), command.strip(), args)
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    section = render(run, counting_rates(), harness.command_line("bench.token_cost"), args)
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

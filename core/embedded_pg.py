@@ -103,6 +103,24 @@ def start(pgdata: Path, database: str, shared_buffers: str = "") -> Path:
     return socket_dir
 
 
+def make_standby(primary: Path, standby: Path) -> None:
+    """A streaming standby of the running server of `primary` in `standby` (a new folder): a base backup with
+    standby.signal and the primary's connection (`pg_basebackup -R`). `start(standby, …)` then serves it read-only,
+    on a socket folder of its own. The server's defaults allow it: wal_level replica, ten WAL senders, and initdb's
+    `local replication all trust` line in pg_hba.conf."""
+    primary, standby = primary.resolve(), standby.resolve()
+    standby.mkdir(mode=0o700, parents=True)
+    socket_dir = socket_dir_for(standby)
+    socket_dir.mkdir(mode=0o700, exist_ok=True)
+    _prepare_permissions(standby, socket_dir)
+    _commands().pg_basebackup(
+        ["-h", str(socket_dir_for(primary)), "-U", POSTGRES_USER, "--write-recovery-conf", "--checkpoint=fast"],
+        pgdata=standby,
+        user=_run_as(),
+        timeout=600,
+    )
+
+
 def _accepts_connections(socket_dir: Path) -> bool:
     try:
         with psycopg.connect(host=str(socket_dir), user=POSTGRES_USER, dbname="postgres", connect_timeout=2):

@@ -17,7 +17,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ovsite.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.ASGI_THREADS)
 
-from ovsite.mcp_tools import build_application  # noqa: E402  (imports models: after Django's setup)
+from mcp_server.app import build_application  # noqa: E402  (imports models: after Django's setup)
 from ovsite.readiness import PreparedBeforeServing  # noqa: E402
 
 # The embedder is loaded at the lifespan's startup, before uvicorn opens its port, on a thread of Django's pool: the

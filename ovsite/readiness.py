@@ -4,7 +4,7 @@ and what a server does before it takes traffic.
 Each check is named and says what it found. `/ready` answers 503 naming the failed ones; `/health` stays liveness.
 A server loads the embedder before it accepts a connection (the model's 1.5 s would otherwise fall on the first
 search), and refuses to start when the embedder's vectors and the stored ones disagree in dimension: no retry mends
-that, only `manage.py reembed` or another embedder does (DESIGN.md §2).
+that, only `manage.py reembed` or another embedder does (docs/design.md §2).
 """
 
 import asyncio

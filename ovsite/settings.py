@@ -7,6 +7,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from core.replicas import replica_databases
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -37,7 +39,7 @@ DJANGO_SUPERUSER_EMAIL = env.str("DJANGO_SUPERUSER_EMAIL", default="")
 DJANGO_SUPERUSER_PASSWORD_SET = bool(env.str("DJANGO_SUPERUSER_PASSWORD", default=""))
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "profiles.console.ConsoleAdminConfig",  # django.contrib.admin with the console's site (profiles/console.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -45,7 +47,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files for /api/docs/, served from here, not from a CDN
     "django_guid",
+    "simple_history",
     "core",
     "profiles",
     "retrieval",
@@ -66,7 +70,11 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Who made a change that is not an admin form's save (an admin action), for the settings' change history.
+    "simple_history.middleware.HistoryRequestMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Around the view: the search routes' reads may go to a read replica; a write keeps its caller on the primary.
+    "core.replicas.ReplicaMiddleware",
 ]
 
 ROOT_URLCONF = "ovsite.urls"
@@ -174,6 +182,18 @@ if DB_POOL:
 DB_PREPARED_STATEMENTS = env.bool("OVSITE_DB_PREPARED_STATEMENTS", default=True)
 if DB_PREPARED_STATEMENTS:
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 1
+# Read replicas (docs/operations.md, "Read replicas"): streaming standbys of the primary, comma-separated database
+# URLs, each the alias replica_<n> with the primary's connection options. The search routes read from one unless
+# their caller wrote within the sticky window (read-after-write); a replica further behind than the lag limit is
+# skipped until it catches up, one that cannot be reached for OVSITE_REPLICA_DOWN_SECONDS (core/replicas.py).
+DATABASES.update(replica_databases(env.str("DATABASE_REPLICA_URLS", default=""), DATABASES["default"]))
+DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
+OVSITE_REPLICA_STICKY_SECONDS = env.float("OVSITE_REPLICA_STICKY_SECONDS", default=5.0)
+OVSITE_REPLICA_MAX_LAG_SECONDS = env.float("OVSITE_REPLICA_MAX_LAG_SECONDS", default=2.0)
+OVSITE_REPLICA_DOWN_SECONDS = env.float("OVSITE_REPLICA_DOWN_SECONDS", default=10.0)
+# The routes whose reads may go to a replica, and the apps whose tables they read there.
+REPLICA_READ_PATHS = ["/api/v1/search/find", "/api/v1/search/search", "/api/v1/search/recall"]
+REPLICA_READ_APPS = ["retrieval", "sessions_app"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -188,6 +208,9 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 WHITENOISE_USE_FINDERS = True
 # STATIC_ROOT exists only after an optional collectstatic; the finders serve the same files without it.
 warnings.filterwarnings("ignore", message="No directory at: ")  # WhiteNoise, about STATIC_ROOT
+# The console's replay of a recall event (profiles.services.replay_recall_event) runs the service its endpoint's
+# views and MCP tools call; named here, in the composition root, because profiles sits below assembly.
+OVSITE_RECALL_REPLAY = {"search": "assembly.service.run_search", "recall": "assembly.service.run_recall"}
 
 # Embedder: the packaged multilingual USE model unless an OpenAI-compatible endpoint is configured.
 EMBEDDING_URL = env.str("EMBEDDING_URL", default="")
@@ -273,8 +296,17 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Context server for AI agents (OpenViking-compatible HTTP API).",
     "VERSION": "0.2.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # The schema is public: reading it needs no key, so it costs no key lookup either.
+    # The schema and its reference page (/api/docs/) are public: reading them needs no key, so they cost no key
+    # lookup either.
     "SERVE_AUTHENTICATION": [],
+    # /api/docs/ loads Swagger UI from drf-spectacular-sidecar's static files (WhiteNoise serves them): the page
+    # works offline and names no other host.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "displayOperationId": True},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.openapi.finish_schema"],
+    # The write modes' enum, named (two request bodies share it; drf-spectacular would name it from a hash).
+    "ENUM_NAME_OVERRIDES": {"WriteModeEnum": "retrieval.services.WRITE_MODES"},
 }
 
 # Request ids (django-guid): an incoming X-Request-ID that is a UUID is kept, otherwise one is made; it is returned

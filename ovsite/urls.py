@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ovsite import views
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("ready", views.ready),
     path("metrics", views.metrics),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/admin/", include("ovsite.admin_urls")),
     path("api/v1/", include("sessions_app.urls")),
     path("api/v1/", include("assembly.urls")),

@@ -1,18 +1,27 @@
+"""The composition root's HTTP views: the unauthenticated probes, the metrics scrape and the root's account API
+(parse with ovsite/requests.py, call one service, wrap in the envelope)."""
+
 from django.http import HttpResponse
-from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from core import accounts
-from core.api import QueryParamsSerializer, StrictSerializer, parse
+from core.api import parse
 from core.auth import IsRoot
 from core.envelope import error_body, ok
 from core.openapi import BOOLEAN, STRING, TIMESTAMP, array, obj, operation, path_parameter
 from ovsite import readiness
 from ovsite.exposition import scrape
+from ovsite.requests import (
+    ID_FIELD,
+    AddUserRequest,
+    CreateAccountRequest,
+    ListAccountsParams,
+    MemberPath,
+    RotateKeyRequest,
+)
 
-ID_FIELD = dict(max_length=accounts.ID_MAX_LENGTH, regex=accounts.ID_PATTERN)
 ACCOUNT = path_parameter("account", ID_FIELD["regex"], ID_FIELD["max_length"], "the account's id")
 USER = path_parameter("user", ID_FIELD["regex"], ID_FIELD["max_length"], "the user's id in the account")
 
@@ -67,33 +76,6 @@ def ready(request):
             status=503,
         )
     return ok({"ready": True, "checks": report})
-
-
-class CreateAccountRequest(StrictSerializer):
-    accepted_ignored = ("user_config", "seed")
-    account_id = serializers.RegexField(**ID_FIELD)
-    admin_user_id = serializers.RegexField(**ID_FIELD)
-
-
-class ListAccountsParams(QueryParamsSerializer):
-    accepted_ignored = ("name", "limit", "page", "query")
-
-
-class AddUserRequest(StrictSerializer):
-    accepted_ignored = ("user_config", "seed")
-    user_id = serializers.RegexField(**ID_FIELD)
-    role = serializers.ChoiceField(choices=["admin", "user"], default="user")
-
-
-class RotateKeyRequest(StrictSerializer):
-    accepted_ignored = ("seed",)
-
-
-class MemberPath(StrictSerializer):
-    """The account (and user) named in an admin route's path: ids as they are created, or 422."""
-
-    account = serializers.RegexField(**ID_FIELD)
-    user = serializers.RegexField(**ID_FIELD, required=False)
 
 
 KEY_ISSUED = {"account_id": STRING, "user_key": STRING}

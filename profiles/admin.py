@@ -1,17 +1,33 @@
-"""The operator console: purpose profiles and retrieval settings (live: read per request), the usage ledgers and
-model prices, and links to the dashboards (profiles/views.py). Every save and action is in the admin history."""
+"""The operator console: purpose profiles and retrieval settings (live: read per request) with their change
+history (django-simple-history: who, when, old → new, revert), the usage ledgers and model prices, recall events
+with their replay, and the dashboards (profiles/views.py, linked from the sidebar by profiles/console.py)."""
+
+import json
 
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from simple_history.admin import SimpleHistoryAdmin
 
-from profiles import services
+from profiles import services, views
 from profiles.models import LLMUsage, ModelPrice, PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
 from profiles.selectors import current_settings
 
-admin.site.index_template = "profiles/admin_index.html"  # the admin index plus links to the dashboards
+
+class HistoryAdmin(SimpleHistoryAdmin):
+    """A revert is the admin's own change form filled with the old values: saved through the same form and model
+    validation (clean) as an edit, and recorded as a new version that says which one it restored."""
+
+    def save_model(self, request, obj, form, change):
+        match = request.resolver_match
+        if match is not None and match.url_name.endswith("_simple_history"):
+            obj._change_reason = f"reverted to version {match.args[1]}"
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(PurposeProfile)
-class PurposeProfileAdmin(admin.ModelAdmin):
+class PurposeProfileAdmin(HistoryAdmin):
     """Quotas are a JSON editor validated by `validate_quotas` (bad JSON, an unknown bucket or an out-of-range
     count is a form error). A new enabled profile is a valid `purpose` on the next request."""
 
@@ -55,7 +71,7 @@ class PurposeProfileAdmin(admin.ModelAdmin):
 
 
 @admin.register(RetrievalSettings)
-class RetrievalSettingsAdmin(admin.ModelAdmin):
+class RetrievalSettingsAdmin(HistoryAdmin):
     """The one settings row; every field's help text says what it does and its default, validators its range."""
 
     list_display = (
@@ -130,7 +146,16 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
         ("Rate limiting", {"fields": ["api_rate_limit_per_minute"]}),
         (
             "Recall events",
-            {"fields": ["record_recall_events", "recall_event_retention_days", "token_counts_version", "updated_at"]},
+            {
+                "fields": [
+                    "record_recall_events",
+                    "recall_event_retention_days",
+                    "recall_event_query_chars",
+                    "recall_event_query_hashed",
+                    "token_counts_version",
+                    "updated_at",
+                ]
+            },
         ),
     ]
 
@@ -172,17 +197,22 @@ class LLMUsageAdmin(ReadOnlyLedgerAdmin):
         "outcome",
     )
     list_filter = ("kind", "outcome", "model")
-    search_fields = ("model", "error", "account__name")
+    search_fields = ("model", "error", "account__name", "=request_id")
     date_hierarchy = "created_at"
 
 
 @admin.register(RecallEvent)
 class RecallEventAdmin(ReadOnlyLedgerAdmin):
+    """Each event answers "why did the agent (not) see X": what was asked (query, request id, session), which
+    threshold applied and from where, how many hits it cut, what was served; Replay runs the request again now."""
+
+    change_form_template = "profiles/recallevent_change_form.html"
     list_display = (
         "created_at",
         "endpoint",
         "purpose",
         "account",
+        "query_text",
         "used_tokens",
         "max_tokens",
         "returned",
@@ -206,8 +236,148 @@ class RecallEventAdmin(ReadOnlyLedgerAdmin):
         "query_expansion",
         "rewrite",
     )
-    search_fields = ("purpose", "account__name")
+    list_select_related = ("account",)
+    search_fields = ("purpose", "account__name", "=request_id", "=session_id", "query")
     date_hierarchy = "created_at"
+    actions = ["replay"]
+    fieldsets = [
+        (
+            "Request",
+            {
+                "fields": [
+                    "created_at",
+                    "endpoint",
+                    "account",
+                    "request_id_links",
+                    "session_link",
+                    "query_text",
+                    "purpose",
+                    "request_body",
+                ]
+            },
+        ),
+        (
+            "Threshold",
+            {
+                "fields": [
+                    "search_mode",
+                    "score_threshold",
+                    "threshold_source",
+                    "hits_before_after",
+                    "below_threshold",
+                    "relevance_strong",
+                ]
+            },
+        ),
+        (
+            "Served",
+            {
+                "fields": [
+                    "tokens",
+                    "returned",
+                    "served_entries",
+                    "tier_full",
+                    "tier_overview",
+                    "tier_abstract",
+                    "tier_uri",
+                    "dropped",
+                    "cooled",
+                    "query_expansion",
+                    "rewrite",
+                    "latency_ms",
+                ]
+            },
+        ),
+    ]
+    readonly_fields = (
+        "request_id_links",
+        "session_link",
+        "query_text",
+        "request_body",
+        "hits_before_after",
+        "tokens",
+        "served_entries",
+    )
+
+    def get_search_results(self, request, queryset, search_term):
+        # An event whose query was hashed is found by its exact query: the digest of the term is looked up too.
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term:
+            found |= queryset.filter(query_hashed=True, query=services.query_digest(search_term))
+        return found, duplicates
+
+    def get_urls(self):
+        replay = self.admin_site.admin_view(self.replay_view)
+        return [path("<path:object_id>/replay/", replay, name="profiles_recallevent_replay"), *super().get_urls()]
+
+    def replay_view(self, request, object_id):
+        return views.replay_view(request, self, object_id)
+
+    @admin.action(description="Replay the selected event now")
+    def replay(self, request, queryset):
+        if queryset.count() != 1:
+            messages.warning(request, "Select one event to replay.")
+            return None
+        return HttpResponseRedirect(reverse("admin:profiles_recallevent_replay", args=[queryset.get().pk]))
+
+    @admin.display(description="query")
+    def query_text(self, event):
+        if event.query_hashed:
+            return f"(hashed) {event.query[:12]}…"
+        return event.query
+
+    @admin.display(description="request id")
+    def request_id_links(self, event):
+        if not event.request_id:
+            return "—"
+        calls = reverse("admin:profiles_llmusage_changelist")
+        return format_html(
+            "<code>{}</code> (the <code>X-Request-ID</code> header and the logs' request_id) · "
+            '<a href="{}?q={}">its LLM calls</a>',
+            event.request_id,
+            calls,
+            event.request_id,
+        )
+
+    @admin.display(description="session")
+    def session_link(self, event):
+        if not event.session_id:
+            return "—"
+        sessions = reverse("admin:sessions_app_session_changelist")
+        return format_html(
+            '<a href="{}?q={}&amp;account__id__exact={}">{}</a>',
+            sessions,
+            event.session_id,
+            event.account_id or "",
+            event.session_id,
+        )
+
+    @admin.display(description="request body")
+    def request_body(self, event):
+        if event.request_params is None:
+            return "not kept (the query was hashed or not kept): no replay"
+        return format_html("<pre>{}</pre>", json.dumps(event.request_params, indent=2, ensure_ascii=False))
+
+    @admin.display(description="hits before → after the threshold")
+    def hits_before_after(self, event):
+        return f"{event.hits_before_threshold} → {event.candidates}"
+
+    @admin.display(description="used / max tokens")
+    def tokens(self, event):
+        return f"{event.used_tokens} / {event.max_tokens}"
+
+    @admin.display(description="entries served")
+    def served_entries(self, event):
+        if not event.served:
+            return "—"
+        return format_html(
+            "<table><tr><th>uri</th><th>detail</th><th>score</th></tr>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((e["uri"], e["detail"], "—" if e["score"] is None else f"{e['score']:.4f}") for e in event.served),
+            ),
+        )
 
 
 @admin.register(RecallDaily)

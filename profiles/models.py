@@ -3,6 +3,8 @@
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django_guid import get_guid
+from simple_history.models import HistoricalRecords
 
 BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "skills")
 TIERS = ("abstract", "overview", "full")
@@ -83,6 +85,7 @@ class PurposeProfile(models.Model):
         "blank: the settings' tokenizer_family); a request's `tokenizer` "
         "wins.",
     )
+    history = HistoricalRecords()
 
     def __str__(self):
         return self.name
@@ -263,6 +266,17 @@ class RetrievalSettings(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
         help_text="Recall events older than this are rolled up into daily totals and deleted (default 30).",
     )
+    recall_event_query_chars = models.PositiveIntegerField(
+        default=500,
+        validators=[MaxValueValidator(8000)],
+        help_text="Characters of each recall event's query kept for tracing (default 500; 0: none). With the text "
+        "kept, the event also keeps the request's parameters, so the console can replay it.",
+    )
+    recall_event_query_hashed = models.BooleanField(
+        default=False,
+        help_text="Keep a salted SHA-256 of each recall event's query instead of its text, and no request "
+        "parameters: the console finds an event by its exact query but cannot show or replay it (default off).",
+    )
     bootstrap_identity_share = models.FloatField(
         default=0.25,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
@@ -317,6 +331,9 @@ class RetrievalSettings(models.Model):
         help_text="Most files in the listing slot, newest first (default 50).",
     )
     updated_at = models.DateTimeField(auto_now=True)
+    # Facts rather than knobs stay out of the history, so a revert keeps the current ones (a stale
+    # token_counts_version would skip a recount the stored counts need).
+    history = HistoricalRecords(excluded_fields=["token_counts_version", "updated_at"])
 
     class Meta:
         verbose_name = verbose_name_plural = "retrieval settings"
@@ -340,6 +357,12 @@ class RetrievalSettings(models.Model):
         return "retrieval settings"
 
 
+def current_request_id() -> str:
+    """The id of the request being served (django-guid: the `X-Request-ID` header and the logs' request_id);
+    blank outside a request."""
+    return get_guid() or ""
+
+
 class LLMUsage(models.Model):
     """One row per LLM call (RFC §3.2 cost account): what it was for, what it cost, how it ended."""
 
@@ -358,6 +381,9 @@ class LLMUsage(models.Model):
     latency_ms = models.FloatField(default=0)
     outcome = models.CharField(max_length=8, choices=OUTCOME_CHOICES)
     error = models.TextField(blank=True, default="")
+    # Taken when the row is made, inside the request whose expansion or rewrite made the call: it ties the call to
+    # that request's recall event (its purpose) without the LLM gateway knowing of events.
+    request_id = models.CharField(max_length=64, blank=True, default=current_request_id, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -407,10 +433,30 @@ class RecallEvent(models.Model):
         help_text="whether the best candidate reached /recall's relevance floor (blank: no floor applied)",
     )
     latency_ms = models.FloatField(default=0)
+    # Tracing: which request this was (the `X-Request-ID` header and the logs' request_id), what it asked and in
+    # which session; per the settings, the query is cut to recall_event_query_chars or kept only as a hash.
+    request_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    session_id = models.CharField(max_length=128, blank=True, default="")
+    query = models.TextField(blank=True, default="")
+    query_hashed = models.BooleanField(default=False, help_text="query holds a salted SHA-256, not the text")
+    request_params = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the request's body as sent, its actor peer and user, for a replay (blank: the query was hashed "
+        "or not kept)",
+    )
+    served = models.JSONField(default=list, blank=True, help_text="the entries served: uri, detail, score")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         indexes = [models.Index(fields=["endpoint", "created_at"], name="recallevent_endpoint_created")]
+
+    def __str__(self):
+        return f"{self.endpoint} #{self.pk}"
+
+    @property
+    def hits_before_threshold(self) -> int:
+        return self.candidates + self.below_threshold
 
 
 class RecallDaily(models.Model):

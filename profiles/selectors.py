@@ -2,8 +2,8 @@ import datetime as dt
 from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Aggregate, Count, FloatField, Q, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Aggregate, Count, FloatField, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import TruncDate, TruncHour
 
 from profiles.models import LLMUsage, ModelPrice, PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
 
@@ -54,7 +54,10 @@ def enabled_purposes() -> list[str]:
     return list(PurposeProfile.objects.filter(enabled=True).order_by("name").values_list("name", flat=True))
 
 
-# --- The dashboards' reads: a date range of recall traffic and of LLM cost, summed in SQL, shaped in Python.
+# --- The dashboards' reads: a date range of recall traffic and of LLM cost, summed in SQL per day or per hour (UTC),
+# shaped in Python; every bucket of the range is listed, so a chart draws a quiet day as zero, not as a gap.
+
+PER_HOUR_MAX_DAYS = 14  # 336 points a series
 
 
 class Percentile(Aggregate):
@@ -88,7 +91,10 @@ OUTCOMES = {
     "rewrite_timeout": Q(rewrite="timeout"),
     "rewrite_empty": Q(rewrite="empty"),
 }
-TRAFFIC_COLUMNS = ("requests", *EVENT_SUMS, *OUTCOMES, "latency_ms_sum", "latency_p50", "latency_p95")
+PERCENTILES = {"latency_p50": 0.5, "latency_p95": 0.95, "latency_p99": 0.99}
+# `events` and `answered` (events that served at least one entry) count kept events only, as the percentiles do:
+# the hit rate is answered / events, never diluted by the roll-ups' requests.
+TRAFFIC_COLUMNS = ("requests", "events", "answered", *EVENT_SUMS, *OUTCOMES, "latency_ms_sum", *PERCENTILES)
 
 
 def _bounds(since: dt.date, until: dt.date) -> tuple[dt.datetime, dt.datetime]:
@@ -97,43 +103,63 @@ def _bounds(since: dt.date, until: dt.date) -> tuple[dt.datetime, dt.datetime]:
     return start, dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
 
 
+def buckets(since: dt.date, until: dt.date, per: str) -> list:
+    """Every day (dates) or every hour (UTC datetimes) of the range, in order."""
+    if per == "hour":
+        start, end = _bounds(since, until)
+        return [start + dt.timedelta(hours=h) for h in range(int((end - start).total_seconds()) // 3600)]
+    return [since + dt.timedelta(days=d) for d in range((until - since).days + 1)]
+
+
+def _trunc(per: str, column: str = "created_at"):
+    return (TruncHour if per == "hour" else TruncDate)(column, tzinfo=dt.UTC)
+
+
+def _rolled_bucket(day: dt.date, per: str):
+    """Where a daily roll-up sits in the series: its day, or its day's first hour."""
+    return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC) if per == "hour" else day
+
+
 def _event_metrics() -> dict:
     return {
         "requests": Count("id"),
+        "events": Count("id"),
+        "answered": Count("id", filter=Q(returned__gt=0)),
         "latency_ms_sum": Sum("latency_ms"),
         **{n: Sum(n) for n in EVENT_SUMS},
         **{n: Count("id", filter=q) for n, q in OUTCOMES.items()},
-        "latency_p50": Percentile("latency_ms", 0.5),
-        "latency_p95": Percentile("latency_ms", 0.95),
+        **{n: Percentile("latency_ms", fraction) for n, fraction in PERCENTILES.items()},
     }
 
 
 def _traffic_row(**keys) -> dict:
-    return {**keys, **{column: 0 for column in TRAFFIC_COLUMNS}, "latency_p50": None, "latency_p95": None}
+    return {**keys, **{column: 0 for column in TRAFFIC_COLUMNS}, **dict.fromkeys(PERCENTILES)}
 
 
 def _with_means(row: dict) -> dict:
-    requests = row["requests"]
+    requests, events = row["requests"], row["events"]
     row["mean_used_tokens"] = row["used_tokens"] / requests if requests else 0.0
     row["mean_max_tokens"] = row["max_tokens"] / requests if requests else 0.0
     row["mean_latency_ms"] = row["latency_ms_sum"] / requests if requests else 0.0
+    row["hit_rate"] = row["answered"] / events if events else None
     return row
 
 
-def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
-    """Per (day, endpoint, purpose), per day, per endpoint and in total: the events in range, plus the daily roll-ups
-    of pruned events (which keep counts and token sums; tiers, outcomes and latency percentiles come from events
-    only). Per endpoint, because a bootstrap (no query) or an MCP call is not timed like a REST context request."""
+def recall_traffic(*, since: dt.date, until: dt.date, per: str = "day") -> dict:
+    """Per (bucket, endpoint, purpose), per bucket, per endpoint and in total: the events in range, plus the daily
+    roll-ups of pruned events (which keep counts and token sums; tiers, outcomes, hit rate and latency percentiles
+    come from events only). `day` is the bucket: a date, or per hour a UTC datetime. Per endpoint, because a
+    bootstrap (no query) or an MCP call is not timed like a REST context request."""
     start, end = _bounds(since, until)
     events = RecallEvent.objects.filter(created_at__gte=start, created_at__lt=end)
     rolled = RecallDaily.objects.filter(day__gte=since, day__lte=until)
-    day = TruncDate("created_at", tzinfo=dt.UTC)
+    bucket = _trunc(per)
 
     groups: dict[tuple, dict] = {}
-    for row in events.annotate(day=day).values("day", "endpoint", "purpose").annotate(**_event_metrics()).order_by():
+    for row in events.annotate(day=bucket).values("day", "endpoint", "purpose").annotate(**_event_metrics()).order_by():
         groups[(row["day"], row["endpoint"], row["purpose"])] = {**_traffic_row(), **row}
-    days: dict[dt.date, dict] = {}
-    for row in events.annotate(day=day).values("day").annotate(**_event_metrics()).order_by():
+    days = {key: _traffic_row(day=key) for key in buckets(since, until, per)}
+    for row in events.annotate(day=bucket).values("day").annotate(**_event_metrics()).order_by():
         days[row["day"]] = {**_traffic_row(), **row}
     endpoints = {
         row["endpoint"]: {**_traffic_row(), **row}
@@ -141,10 +167,11 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
     }
     total = {**_traffic_row(), **{k: v for k, v in events.aggregate(**_event_metrics()).items() if v is not None}}
     for daily in rolled.values("day", "endpoint", "purpose", "requests", "latency_ms_sum", *DAILY_SUMS):
-        key = (daily["day"], daily["endpoint"], daily["purpose"])
+        day = _rolled_bucket(daily["day"], per)
+        key = (day, daily["endpoint"], daily["purpose"])
         targets = (
-            groups.setdefault(key, _traffic_row(day=key[0], endpoint=key[1], purpose=key[2])),
-            days.setdefault(daily["day"], _traffic_row(day=daily["day"])),
+            groups.setdefault(key, _traffic_row(day=day, endpoint=key[1], purpose=key[2])),
+            days.setdefault(day, _traffic_row(day=day)),
             endpoints.setdefault(key[1], _traffic_row(endpoint=key[1])),
             total,
         )
@@ -152,6 +179,7 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
             for column in ("requests", "latency_ms_sum", *DAILY_SUMS):
                 target[column] += daily[column]
     return {
+        "per": per,
         "groups": [_with_means(groups[key]) for key in sorted(groups)],
         "days": [_with_means(days[key]) for key in sorted(days)],
         "endpoints": [_with_means(endpoints[key]) for key in sorted(endpoints)],
@@ -159,30 +187,43 @@ def recall_traffic(*, since: dt.date, until: dt.date) -> dict:
     }
 
 
-def llm_cost(*, since: dt.date, until: dt.date) -> dict:
-    """LLM calls in range per (day, kind, model, account), rolled up per day, kind, model and account, with money
-    from the ModelPrice table where a model has a price (per currency: prices need not share one)."""
+def _money(row: dict, prices: dict) -> tuple[Decimal | None, str]:
+    price = prices.get(row["model"])
+    if price is None:
+        return None, ""
+    cost = row["prompt_tokens"] * price.prompt_per_million + row["completion_tokens"] * price.completion_per_million
+    return cost / Decimal(1_000_000), price.currency
+
+
+def llm_cost(*, since: dt.date, until: dt.date, per: str = "day") -> dict:
+    """LLM calls in range per (bucket, kind, model, account), rolled up per bucket, kind, model and account, with
+    money from the ModelPrice table where a model has a price (per currency: prices need not share one). `rewrite`
+    is the digest rewrite's share per (bucket, purpose, model): a call's purpose is its request's recall event's
+    (the same request id), "(unknown)" once that event is pruned or for a call made outside a request."""
     start, end = _bounds(since, until)
     prices = {p.model: p for p in ModelPrice.objects.all()}
+    calls = LLMUsage.objects.filter(created_at__gte=start, created_at__lt=end).annotate(day=_trunc(per))
+    sums = {"calls": Count("id"), "prompt_tokens": Sum("prompt_tokens"), "completion_tokens": Sum("completion_tokens")}
     rows = (
-        LLMUsage.objects.filter(created_at__gte=start, created_at__lt=end)
-        .annotate(day=TruncDate("created_at", tzinfo=dt.UTC))
-        .values("day", "kind", "model", "account__name")
-        .annotate(calls=Count("id"), prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"))
+        calls.values("day", "kind", "model", "account__name")
+        .annotate(**sums)
         .order_by("day", "kind", "model", "account__name")
     )
-    out = {"rows": [], "by_day": {}, "by_kind": {}, "by_model": {}, "by_account": {}, "total": _cost_row()}
+    out = {
+        "per": per,
+        "buckets": buckets(since, until, per),
+        "rows": [],
+        "by_day": {},
+        "by_kind": {},
+        "by_model": {},
+        "by_account": {},
+        "total": _cost_row(),
+        "rewrite": [],
+        "rewrite_by_purpose": {},
+        "rewrite_by_model": {},
+    }
     for row in rows:
-        price = prices.get(row["model"])
-        cost = (
-            None
-            if price is None
-            else (
-                row["prompt_tokens"] * price.prompt_per_million
-                + row["completion_tokens"] * price.completion_per_million
-            )
-            / Decimal(1_000_000)
-        )
+        cost, currency = _money(row, prices)
         line = {
             "day": row["day"],
             "kind": row["kind"],
@@ -192,7 +233,7 @@ def llm_cost(*, since: dt.date, until: dt.date) -> dict:
             "prompt_tokens": row["prompt_tokens"],
             "completion_tokens": row["completion_tokens"],
             "cost": cost,
-            "currency": price.currency if price else "",
+            "currency": currency,
         }
         out["rows"].append(line)
         for table, key in (
@@ -203,6 +244,21 @@ def llm_cost(*, since: dt.date, until: dt.date) -> dict:
         ):
             _add_cost(out[table].setdefault(key, _cost_row()), line)
         _add_cost(out["total"], line)
+    event_purpose = RecallEvent.objects.filter(request_id=OuterRef("request_id")).exclude(request_id="")
+    rewrites = (
+        calls.filter(kind="rewrite")
+        .annotate(purpose=Subquery(event_purpose.values("purpose")[:1]))
+        .values("day", "purpose", "model")
+        .annotate(**sums)
+        .order_by("day", "purpose", "model")
+    )
+    for row in rewrites:
+        cost, currency = _money(row, prices)
+        purpose = "(unknown)" if row["purpose"] is None else row["purpose"] or "(no purpose)"
+        line = {**row, "purpose": purpose, "cost": cost, "currency": currency}
+        out["rewrite"].append(line)
+        _add_cost(out["rewrite_by_purpose"].setdefault(purpose, _cost_row()), line)
+        _add_cost(out["rewrite_by_model"].setdefault(row["model"], _cost_row()), line)
     return out
 
 

@@ -2,13 +2,31 @@
 
 import datetime as dt
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
+from django.utils.module_loading import import_string
+from psycopg.types.json import Jsonb
+from rest_framework.exceptions import ValidationError
 
-from profiles.models import PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
+from core.auth import Caller
+from core.envelope import validation_errors
+from core.errors import OvsiteError
+from core.models import AccountUser
+from profiles.models import (
+    LLMUsage,
+    PurposeProfile,
+    RecallDaily,
+    RecallEvent,
+    RetrievalSettings,
+    current_request_id,
+)
 from profiles.seeds import BUILTIN_PROFILES
 from profiles.selectors import current_settings
 
@@ -41,6 +59,12 @@ _EVENT_COLUMNS = (
     "below_threshold",
     "relevance_strong",
     "latency_ms",
+    "request_id",
+    "session_id",
+    "query",
+    "query_hashed",
+    "request_params",
+    "served",
     "created_at",
 )
 _EVENT_VALUES = ", ".join(["%s"] * len(_EVENT_COLUMNS))
@@ -54,7 +78,63 @@ _INSERT_EVENT_RELAXED = (
 )
 
 
-def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> list:
+QUERY_DIGEST_SALT = "profiles.recall-event-query"
+
+
+def query_digest(query: str) -> str:
+    """The salted SHA-256 (an HMAC keyed from SECRET_KEY) an event keeps of its query when the settings say hash:
+    the same query always gives the same digest, so the console finds its events, and the text is not kept."""
+    return salted_hmac(QUERY_DIGEST_SALT, query, algorithm="sha256").hexdigest()
+
+
+@dataclass(frozen=True)
+class EventRequest:
+    """What a recall event keeps of its request."""
+
+    request_id: str = ""
+    session_id: str = ""
+    query: str = ""
+    query_hashed: bool = False
+    params: dict | None = None  # the body as sent, the actor peer and the caller's user: what a replay needs
+
+
+def event_request(*, caller, data: dict, sent: set[str], actor_peer: str, settings_row) -> EventRequest:
+    """Taken while the request is served, so that the id is its own. `data` is the validated body, `sent` the
+    fields the client gave (a replay applies today's defaults to the rest). Without the query's text (hashed, or
+    recall_event_query_chars 0) the parameters, which hold it, are not kept either."""
+    query = data.get("query") or ""
+    hashed = settings_row.recall_event_query_hashed and bool(query)
+    keep_text = not query or (not hashed and settings_row.recall_event_query_chars > 0)
+    params = None
+    if keep_text:
+        params = {
+            "body": {name: data[name] for name in sorted(sent) if name in data},
+            "actor_peer": actor_peer,
+            "user_id": caller.user_id,
+            "role": caller.role,
+        }
+    return EventRequest(
+        request_id=current_request_id(),
+        session_id=data.get("session_id") or "",
+        query=query_digest(query) if hashed else query[: settings_row.recall_event_query_chars],
+        query_hashed=hashed,
+        params=params,
+    )
+
+
+def served_entries(entries: list[dict]) -> list[dict]:
+    return [{"uri": e["uri"], "detail": e["detail"], "score": e.get("score")} for e in entries]
+
+
+def _event_row(
+    *,
+    endpoint: str,
+    account_id: int | None,
+    stats: dict,
+    latency_ms: float,
+    request: EventRequest,
+    entries: list[dict],
+) -> list:
     tiers = stats["tier_counts"]
     threshold = stats.get("threshold") or {}  # a bootstrap has none
     return [
@@ -79,15 +159,37 @@ def _event_row(*, endpoint: str, account_id: int | None, stats: dict, latency_ms
         threshold.get("below", 0),
         threshold.get("strong"),
         latency_ms,
+        request.request_id,
+        request.session_id,
+        request.query,
+        request.query_hashed,
+        None if request.params is None else Jsonb(request.params),
+        Jsonb(served_entries(entries)),
         timezone.now(),
     ]
 
 
-def record_recall_event(*, endpoint: str, account_id: int | None, stats: dict, latency_ms: float) -> None:
-    """One RecallEvent from a context or bootstrap result's stats; `endpoint` is one of RecallEvent's
-    ENDPOINT_CHOICES. Accounting never fails the request it accounts for."""
+def record_recall_event(
+    *,
+    endpoint: str,
+    account_id: int | None,
+    stats: dict,
+    latency_ms: float,
+    request: EventRequest = EventRequest(),
+    entries: Sequence[dict] = (),
+) -> None:
+    """One RecallEvent from a context or bootstrap result's stats and entries; `endpoint` is one of RecallEvent's
+    ENDPOINT_CHOICES, `request` what `event_request` took of the request. Accounting never fails the request it
+    accounts for."""
     try:
-        row = _event_row(endpoint=endpoint, account_id=account_id, stats=stats, latency_ms=latency_ms)
+        row = _event_row(
+            endpoint=endpoint,
+            account_id=account_id,
+            stats=stats,
+            latency_ms=latency_ms,
+            request=request,
+            entries=list(entries),
+        )
         if connection.in_atomic_block:
             # Inside a caller's transaction (tests, ATOMIC_REQUESTS): a savepoint, so a failed INSERT leaves the
             # caller's transaction usable, and the caller's durability is left alone.
@@ -153,3 +255,62 @@ def reset_profile_to_rfc_defaults(profile: PurposeProfile) -> bool:
     profile.enabled = True
     profile.save()
     return True
+
+
+# --- Replay: a recorded request run again now, as its caller, through the service its endpoint's view calls.
+
+
+class ReplayUnavailable(Exception):
+    """Why an event cannot be replayed; the console shows the message."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    result: dict | None  # None when the service refused the request now
+    error: str = ""
+    llm_calls: int = 0
+
+
+def replay_caller(event: RecallEvent) -> Caller:
+    """The caller to replay the event as: its user with their role in its account as it stands now (root has no
+    membership); ReplayUnavailable says why there is none."""
+    params = event.request_params
+    if params is None:
+        raise ReplayUnavailable(
+            "the query was kept only as a hash, so the request's parameters were not kept"
+            if event.query_hashed
+            else "the request's parameters were not kept (recall_event_query_chars was 0, or it predates them)"
+        )
+    if event.account is None:
+        raise ReplayUnavailable("the event's account no longer exists")
+    user_id = params["user_id"]
+    role = AccountUser.objects.filter(account=event.account, user_id=user_id).values_list("role", flat=True).first()
+    if role is None and params["role"] != "root":
+        raise ReplayUnavailable(f"user {user_id!r} is no longer a member of account {event.account.name!r}")
+    return Caller(event.account_id, event.account.name, user_id, role or "root")
+
+
+def replay_recall_event(event: RecallEvent) -> Replay:
+    """Runs the event's request again through settings.OVSITE_RECALL_REPLAY's service for its endpoint, as its
+    caller, with today's settings and store, and leaves no trace but the cost: what it wrote (the session's dedup
+    ledger) is rolled back and it records no recall event, while its LLM calls stay in the LLM ledger under the
+    console request's id."""
+    caller = replay_caller(event)
+    kind = "recall" if event.endpoint.removeprefix("mcp:") == "recall" else "search"
+    run = import_string(settings.OVSITE_RECALL_REPLAY[kind])
+    params = event.request_params
+    request_id = current_request_id()
+    result, error = None, ""
+    with transaction.atomic():
+        try:
+            result, *_ = run(
+                caller=caller, body=dict(params["body"]), actor_peer=params["actor_peer"], after_response=[]
+            )
+        except OvsiteError as exc:
+            error = exc.message
+        except ValidationError as exc:
+            error = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['message']}" for e in validation_errors(exc.detail))
+        llm_calls = list(LLMUsage.objects.filter(request_id=request_id).values()) if request_id else []
+        transaction.set_rollback(True)
+    LLMUsage.objects.bulk_create(LLMUsage(**{k: v for k, v in row.items() if k != "id"}) for row in llm_calls)
+    return Replay(result=result, error=error, llm_calls=len(llm_calls))

@@ -159,15 +159,15 @@ def embed_queries(texts: list[str]) -> list[list[float]]:
     embedder failure here is the service being down."""
     embedder = get_embedder()
     vectors = [embedder.query_cache.get(text) for text in texts]
-    missing = [text for text, vector in zip(texts, vectors) if vector is None]
+    missing = [text for text, vector in zip(texts, vectors, strict=True) if vector is None]
     if missing:
         try:
-            fresh = dict(zip(missing, (vector.tolist() for vector in embedder.embed(missing))))
+            fresh = dict(zip(missing, (vector.tolist() for vector in embedder.embed(missing)), strict=True))
         except EmbeddingError as exc:
             raise Unavailable("embedder", str(exc)) from exc
         for text, vector in fresh.items():
             embedder.query_cache.put(text, vector)
-        vectors = [vector if vector is not None else fresh[text] for text, vector in zip(texts, vectors)]
+        vectors = [vector if vector is not None else fresh[text] for text, vector in zip(texts, vectors, strict=True)]
     return vectors
 
 

@@ -3,7 +3,7 @@
 One OpenAI-compatible endpoint (LLM_URL / LLM_MODEL / LLM_API_KEY, QUERY_PLANNER_MODEL for expansion and
 rewrite), a hard timeout per call that its retries of transient failures (LLM_MAX_RETRIES, retrieval/retries.py) stay
 within, one `profiles.LLMUsage` row per call, and no exceptions: a failed call is a result with `outcome != "ok"`, so
-every caller can degrade (DESIGN.md §5).
+every caller can degrade (docs/design.md §5).
 """
 
 import logging

@@ -48,7 +48,7 @@ def _lexical(text, weight: str) -> SearchVector:
 
 
 class Context(models.Model):
-    """One node of the `viking://` tree (DESIGN.md §3): L0 abstract, L1 overview, L2 content, with token counts."""
+    """One node of the `viking://` tree (docs/design.md §3): L0 abstract, L1 overview, L2 content, with token counts."""
 
     KIND_CHOICES = [("file", "file"), ("dir", "dir")]
     TYPE_CHOICES = [("memory", "memory"), ("resource", "resource"), ("skill", "skill")]

@@ -11,7 +11,6 @@ still keeps `rendered` within `max_tokens` as the request's family counts it: st
 the budget.
 """
 
-from celery import shared_task
 from django.db import transaction
 
 from profiles.models import RetrievalSettings
@@ -27,15 +26,18 @@ def write_counter() -> Counter:
     return counter_for(current_settings().tokenizer_family)
 
 
-def recount_tokens(*, counter: Counter, batch_size: int = 500, progress=None) -> int:
-    """Recounts every node's stored token counts with `counter`; returns how many rows changed."""
+def recount_tokens(*, counter: Counter, batch_size: int = 500, progress=None, ids: list[int] | None = None) -> int:
+    """Recounts the stored token counts of every node (or of the nodes `ids`) with `counter`; returns how many rows
+    changed."""
     changed, batch, scanned = 0, [], 0
     rows = Context.objects.order_by("id").values_list("id", "abstract", "overview", "content", *FIELDS)
+    if ids is not None:
+        rows = rows.filter(id__in=ids)
     for pk, abstract, overview, content, *stored in rows.iterator(chunk_size=batch_size):
         scanned += 1
         counts = [counter.count(abstract), counter.count(overview), counter.count(content)]
         if counts != stored:
-            batch.append(Context(id=pk, **dict(zip(FIELDS, counts))))
+            batch.append(Context(id=pk, **dict(zip(FIELDS, counts, strict=True))))
         if scanned % batch_size == 0:
             changed, batch = changed + _save(batch, progress, batch_size), []
     return changed + _save(batch, progress, scanned % batch_size)
@@ -66,13 +68,15 @@ def recount_for_deployment(*, batch_size: int = 500, progress=None) -> tuple[Cou
     return counter, changed
 
 
-@shared_task(acks_late=True)
-def recount_tokens_task() -> int | None:
+def recount_when_stale() -> int | None:
+    """Recounts unless the stored counts are current; how many rows changed, None when they were."""
     # Reads the profile when it runs: if the operator changed it again meanwhile, the latest one wins.
     return None if stored_counts_are_current() else recount_for_deployment()[1]
 
 
 def recount_if_stale(sender, instance, **kwargs):
     """post_save of RetrievalSettings: counts made under another profile version → recount once committed."""
+    from retrieval.tasks import recount_tokens_task  # the tasks call into this module
+
     if instance.token_counts_version != version_of(instance.tokenizer_family):
         transaction.on_commit(recount_tokens_task.delay)

@@ -69,8 +69,8 @@ def _reembed(batch_size: int, workers: int, maintenance_work_mem: str, progress,
         )
         with cursor.copy("COPY reembedded (id, updated_at, embedding) FROM STDIN") as copy:
             texts = ([text for _, _, text in batch] for batch in batches)
-            for batch, vectors in zip(batches, embedded(embedder.embed, texts, workers)):
-                for (pk, updated_at, _), vector in zip(batch, vectors):
+            for batch, vectors in zip(batches, embedded(embedder.embed, texts, workers), strict=True):
+                for (pk, updated_at, _), vector in zip(batch, vectors, strict=True):
                     copy.write_row((pk, updated_at, vector_text(vector)))
                 if progress:
                     progress(len(batch))

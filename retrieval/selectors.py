@@ -137,6 +137,24 @@ def list_children(
     return [_entry(row, abs_limit) for row in rows[:node_limit]], len(rows) > node_limit
 
 
+def tree(
+    *, caller: Caller, uri: str, level_limit: int, node_limit: int = 1000, offset: int = 0, abs_limit: int | None = 128
+) -> tuple[list[dict], bool]:
+    """The nodes below `uri` down to `level_limit` levels, each with its `depth` and OpenViking's `rel_path` (the
+    path below `uri`, a directory's ending with "/"). `node_limit` and `offset` page the nodes before the level cut,
+    as `has_more` does."""
+    entries, more = list_children(
+        caller=caller, uri=uri, recursive=True, node_limit=node_limit, offset=offset, abs_limit=abs_limit
+    )
+    base = parse_uri(uri, user_id=caller.user_id).uri
+    prefix = base if base.endswith("/") else base + "/"  # only the bare `viking://` ends with "/"
+    for entry in entries:
+        below = entry["uri"][len(prefix) :]
+        entry["depth"] = below.count("/") + 1
+        entry["rel_path"] = below + ("/" if entry["isDir"] else "")
+    return [entry for entry in entries if entry["depth"] <= level_limit], more
+
+
 def stat(*, caller: Caller, uri: str) -> dict:
     parsed = parse_uri(uri, user_id=caller.user_id)
     row = (

@@ -1,4 +1,4 @@
-"""The write path (DESIGN.md §6): store content now, summarise/count/embed in a task, refresh the ancestors."""
+"""The write path (docs/design.md §6): store content now, summarise/count/embed in a task, refresh the ancestors."""
 
 import hashlib
 import uuid
@@ -233,7 +233,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             row.uri: row
             for row in Context.objects.select_for_update().filter(account_id=caller.account_id, uri__in=uris)
         }
-        for target, write in zip(parsed, writes):
+        for target, write in zip(parsed, writes, strict=True):
             row = existing.get(target.uri)
             if row is not None and row.kind == "dir" and not is_document(row):
                 raise Conflict(f"{target.uri} is a directory", {"uri": target.uri})
@@ -279,11 +279,19 @@ def write_root(target: VikingUri) -> str:
     return SCHEME + "/".join(target.segments[:depth]) if len(target.segments) > depth else target.parent
 
 
-def write_file(*, caller: Caller, write: FileWrite, wait: bool = False, timeout_s: float | None = None) -> dict:
-    """`POST /content/write`: one file, answered in OpenViking's shape plus ovsite's task id and change list."""
-    result = write_files(caller=caller, writes=[write])
+def with_processing(*, caller: Caller, result: dict, wait: bool, timeout_s: float | None = None) -> dict:
+    """A write's result; when the client waits (`wait=true`), with `processing` once its task is done or the
+    timeout has passed."""
     if wait:
         result["processing"] = wait_for_tasks(caller=caller, task_ids=[result["task_id"]], timeout_s=timeout_s)
+    return result
+
+
+def write_file(*, caller: Caller, write: FileWrite, wait: bool = False, timeout_s: float | None = None) -> dict:
+    """`POST /content/write`: one file, answered in OpenViking's shape plus ovsite's task id and change list."""
+    result = with_processing(
+        caller=caller, result=write_files(caller=caller, writes=[write]), wait=wait, timeout_s=timeout_s
+    )
     target = parse_file_uri(write.uri, user_id=caller.user_id)
     task_status = ProcessingTask.objects.filter(id=result["task_id"]).values_list("status", flat=True).first()
     status = _PROCESSING_STATUS.get(task_status, "queued")
@@ -300,6 +308,24 @@ def write_file(*, caller: Caller, write: FileWrite, wait: bool = False, timeout_
     return result
 
 
+def write_batch(
+    *,
+    caller: Caller,
+    writes: list[FileWrite],
+    root_uri: str | None = None,
+    wait: bool = False,
+    timeout_s: float | None = None,
+) -> dict:
+    """`POST /content/batch-write`: the writes, every one of them below `root_uri` when one is given."""
+    if root_uri:
+        root = parse_uri(root_uri, user_id=caller.user_id).uri
+        outside = [w.uri for w in writes if not parse_uri(w.uri, user_id=caller.user_id).uri.startswith(root + "/")]
+        if outside:
+            raise InvalidArgument(f"operations outside root_uri {root}: {outside[:3]}", loc=["operations"])
+    result = write_files(caller=caller, writes=writes, kind="batch_write")
+    return with_processing(caller=caller, result=result, wait=wait, timeout_s=timeout_s)
+
+
 def make_directory(*, caller: Caller, uri: str) -> dict:
     target = parse_file_uri(uri, user_id=caller.user_id)
     check_writable(caller, target)
@@ -311,7 +337,7 @@ def make_directory(*, caller: Caller, uri: str) -> dict:
     return {"uri": target.uri, "task_id": str(task.id)}
 
 
-def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
+def remove(*, caller: Caller, uri: str, recursive: bool, wait: bool = False) -> dict:
     target = parse_file_uri(uri, user_id=caller.user_id)
     check_writable(caller, target)
     scope = Context.objects.filter(account_id=caller.account_id)
@@ -327,25 +353,34 @@ def remove(*, caller: Caller, uri: str, recursive: bool) -> dict:
         task = _new_task(caller, "rm", [target.parent], touching=[target.uri])
         _schedule(task)
     # OpenViking's field name; ovsite's count is exact, not an estimate.
-    return {"uri": target.uri, "estimated_deleted_count": removed, "task_id": str(task.id)}
+    result = {"uri": target.uri, "estimated_deleted_count": removed, "task_id": str(task.id)}
+    return with_processing(caller=caller, result=result, wait=wait)
+
+
+def requeue(nodes: list[tuple[int, str, str]], *, kind: str) -> list[ProcessingTask]:
+    """Processes these (account_id, owner, uri) nodes again as a write does (summary, token counts, vector): each
+    is set `pending` and one task per owner space is queued once committed. Returns the tasks."""
+    by_space: dict[tuple[int, str], list[str]] = {}
+    for account_id, owner, uri in nodes:
+        by_space.setdefault((account_id, owner), []).append(uri)
+    tasks = []
+    with transaction.atomic():
+        for (account_id, owner), uris in by_space.items():
+            Context.objects.filter(account_id=account_id, uri__in=uris).update(state="pending")
+            task = ProcessingTask.objects.create(
+                id=uuid.uuid4(), account_id=account_id, kind=kind, uris=uris, owner=owner
+            )
+            _schedule(task)
+            tasks.append(task)
+    return tasks
 
 
 def retry_failed(*, max_attempts: int = 5, limit: int = 500) -> int:
     """Re-queues failed nodes that have attempts left (run periodically, or by `manage.py retry_failed`)."""
-    from retrieval.tasks import process_task
-
     rows = list(
         Context.objects.filter(state="failed", attempts__lt=max_attempts).values_list("account_id", "owner", "uri")[
             :limit
         ]
     )
-    by_space: dict[tuple[int, str], list[str]] = {}
-    for account_id, owner, uri in rows:
-        by_space.setdefault((account_id, owner), []).append(uri)
-    for (account_id, owner), uris in by_space.items():
-        Context.objects.filter(account_id=account_id, uri__in=uris).update(state="pending")
-        task = ProcessingTask.objects.create(
-            id=uuid.uuid4(), account_id=account_id, kind="retry", uris=uris, owner=owner
-        )
-        process_task.delay(str(task.id))
+    requeue(rows, kind="retry")
     return len(rows)

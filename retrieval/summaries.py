@@ -1,4 +1,4 @@
-"""L0/L1 text of the write path (DESIGN.md §6): deterministic (the `# Summary` section or the head of a file; the
+"""L0/L1 text of the write path (docs/design.md §6): deterministic (the `# Summary` section or the head of a file; the
 children for a dir), or LLM-written when an LLM is configured, with the deterministic text as the fallback."""
 
 import logging

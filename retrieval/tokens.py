@@ -407,7 +407,7 @@ def _long_counts(data: bytes) -> list[int]:
         pieces.append(_piece_counts(data[start : cut + 1]))
         start = cut + 1
     pieces.append(_piece_counts(data[start:]))
-    return [sum(column) for column in zip(*pieces)]
+    return [sum(column) for column in zip(*pieces, strict=True)]
 
 
 def _piece_counts(data: bytes) -> list[int]:
@@ -465,7 +465,7 @@ def estimate_tokens(text: str, profile: str = DEFAULT_PROFILE) -> int:
     tokenizer spends on it."""
     if not text:
         return 0
-    milli = sum(n * w for n, w in zip(feature_counts(text), PROFILES[profile].weights) if n)
+    milli = sum(n * w for n, w in zip(feature_counts(text), PROFILES[profile].weights, strict=True) if n)
     return max(1, -(-milli // 1000))
 
 

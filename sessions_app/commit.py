@@ -1,4 +1,4 @@
-"""Session commit (DESIGN.md §6): the older messages are archived into `archive_overview`; with an LLM, memories
+"""Session commit (docs/design.md §6): the older messages are archived into `archive_overview`; with an LLM, memories
 are extracted from them and the overview is condensed. It runs as a Celery task and never fails the request:
 every LLM step degrades, and the archive happens first, in its own transaction, whatever follows."""
 

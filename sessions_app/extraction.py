@@ -1,4 +1,4 @@
-"""Memory extraction at session commit (DESIGN.md §6): one LLM call over the archived messages, every item of its
+"""Memory extraction at session commit (docs/design.md §6): one LLM call over the archived messages, every item of its
 answer validated, near-duplicates of existing memories dropped, the rest written through the normal write path."""
 
 import hashlib
@@ -118,7 +118,7 @@ def deduplicate(caller: Caller, memories: list[Memory]) -> tuple[list[Memory], i
         log.warning("memory dedup skipped, the embedder failed: %s", exc)
         return memories, 0
     kept, kept_vectors = [], []
-    for memory, vector in zip(memories, vectors):
+    for memory, vector in zip(memories, vectors, strict=True):
         if any(float(vector @ other) >= DUPLICATE_COSINE for other in kept_vectors) or _has_near_duplicate(
             caller, memory, vector
         ):

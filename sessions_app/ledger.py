@@ -1,4 +1,5 @@
-"""The recall ledger (DESIGN.md §5 "Dedup"): which URI was served to a session, at which tier, on which turn.
+"""The recall ledger (docs/assembly.md "Cross-turn dedup"): which URI was served to a session, at which tier, on
+which turn.
 
 RFC §3.2: a served URI's distance is the messages in the session now minus the messages when it was served, the
 timestamp as the fallback. A session with messages counts turns by its `total_message_count`, so the window "the
@@ -17,7 +18,7 @@ from django.utils import timezone
 from core.auth import Caller
 from core.errors import InvalidArgument
 from sessions_app.models import RecallLedgerEntry, Session
-from sessions_app.views import SESSION_ID_MESSAGE, SESSION_ID_PATTERN
+from sessions_app.requests import SESSION_ID_MESSAGE, SESSION_ID_PATTERN
 
 log = logging.getLogger("ovsite")
 

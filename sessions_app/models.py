@@ -1,4 +1,4 @@
-"""Sessions, their messages, their commits and the recall ledger (DESIGN.md §3)."""
+"""Sessions, their messages, their commits and the recall ledger (docs/design.md §3)."""
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -53,7 +53,7 @@ class Message(models.Model):
 
 
 class Commit(models.Model):
-    """One session commit (DESIGN.md §6): what it archived and what memory extraction made of it. Its id is the
+    """One session commit (docs/design.md §6): what it archived and what memory extraction made of it. Its id is the
     `ProcessingTask` a client polls; this row keeps the commit's own answer, for a queued commit too."""
 
     STEP_CHOICES = [

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 
 from core.auth import Caller
 from core.errors import Conflict, InvalidArgument, PayloadTooLarge
+from sessions_app.commit import commit_session
 from sessions_app.models import Message, Session
 from sessions_app.selectors import describe_session, require_session
 
@@ -114,3 +115,14 @@ def add_messages(*, caller: Caller, session_id: str, messages: list[NewMessage])
         session.total_message_count = start + len(messages)
         session.save(update_fields=["total_message_count", "updated_at"])
     return {"session_id": session_id, "message_count": session.total_message_count, "added": len(messages)}
+
+
+def remember(
+    *, caller: Caller, session_id: str, messages: list[NewMessage], keep_recent_count: int = 0, actor_peer: str = ""
+) -> dict:
+    """Appends messages to a session (created if needed) and commits it: what the MCP `remember` tool does, as a
+    client would with `POST .../messages/batch` then `POST .../commit`. Returns the commit's answer."""
+    add_messages(caller=caller, session_id=session_id, messages=messages)
+    return commit_session(
+        caller=caller, session_id=session_id, keep_recent_count=keep_recent_count, event_tags=[], actor_peer=actor_peer
+    )

@@ -1,17 +1,63 @@
 import json
+import socket
+import threading
+import time
 
 import pytest
+import uvicorn
 from django.conf import settings
 from django.db import connection, connections, transaction
 from openviking_sdk import SyncHTTPClient
 from rest_framework.test import APIClient
 
 from core import embedded_pg
+from tests import live, servers
+
+# The lanes of pytest.ini, given at collection from what a test uses. pytest has already resolved the closure of its
+# fixtures (item.fixturenames): every database fixture, pytest-django's (db, transactional_db, admin_client...) and
+# the suite's (seeded, api, operator...), depends on django_db_setup, and so marks every test that uses it.
+DATABASE_FIXTURES = frozenset({"django_db_setup", "live_server"})
+SERVER_FIXTURES = frozenset({"live_server", "live_url", "fake_openai"})
+BROWSER_FIXTURES = frozenset({"browser"})  # headless Chromium (tests/profiles/test_console_browser.py)
+# A module holding one of these starts server processes itself (tests/live.py, tests/servers.py): seconds a test.
+SERVER_STARTERS = (
+    live.Process,
+    live.start_ovsite,
+    live.start_asgi,
+    live.start_celery_worker,
+    live.start_redis,
+    servers.Gunicorn,
+)
+NOT_UNIT = ("db", "http", "browser", "slow")
 
 
-def pytest_sessionstart(session):
-    """The suite runs against the real embedded PostgreSQL; start it explicitly (idempotent)."""
-    if settings.EMBEDDED_PG_ENABLED:
+def _starts_servers(module) -> bool:
+    return any(value is starter for value in vars(module).values() for starter in SERVER_STARTERS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """`unit` is what is left: a quick test with no database, no server and no browser (`make test-fast`). A test
+    marked `unit` that reaches the test database anyway fails: pytest-django refuses it the connection."""
+    for item in items:
+        fixtures = set(item.fixturenames)
+        if fixtures & DATABASE_FIXTURES or item.get_closest_marker("django_db"):
+            item.add_marker(pytest.mark.db)
+        if fixtures & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.http)
+        if _starts_servers(item.module):
+            item.add_marker(pytest.mark.http)
+            item.add_marker(pytest.mark.slow)
+        if fixtures & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)
+        if not any(item.get_closest_marker(lane) for lane in NOT_UNIT):
+            item.add_marker(pytest.mark.unit)
+
+
+def pytest_collection_finish(session):
+    """The suite runs against the real embedded PostgreSQL: it is started (idempotent) once the tests are selected,
+    unless all of them are `unit`, which run without it."""
+    if settings.EMBEDDED_PG_ENABLED and not all(item.get_closest_marker("unit") for item in session.items):
         embedded_pg.start_configured(settings.DATABASES["default"]["NAME"])
 
 
@@ -32,7 +78,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
 @pytest.fixture(scope="session", autouse=True)
 def fast_password_hasher():
     """Tests log in superusers by the hundred; the production hasher (PBKDF2, ~0.3 s a hash by design) would be a
-    tenth of the suite. tests/profiles/test_live_config.py keeps the production hasher: its gunicorn workers check the login."""
+    tenth of the suite. tests/profiles/test_live_config.py keeps the production hasher: its gunicorn workers check
+    the login."""
     from django.test import override_settings
 
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
@@ -198,6 +245,34 @@ def fake_llm(fake_openai, settings):
     settings.QUERY_PLANNER_MODEL = "fake-planner"
     settings.LLM_API_KEY = "test"
     return fake_openai
+
+
+@pytest.fixture(scope="module")
+def live_url():
+    """A real uvicorn on a free port, in a thread of this process so that it uses the test database. Django runs
+    each ASGI request in a thread of its own, so connections are not kept (as ovsite/asgi.py sets for make run)."""
+    from django.conf import settings
+
+    from mcp_server.app import build_application
+    from ovsite.asgi import django_application
+
+    database = settings.DATABASES["default"]
+    kept_age, database["CONN_MAX_AGE"] = database["CONN_MAX_AGE"], 0
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(build_application(django_application), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+    database["CONN_MAX_AGE"] = kept_age
 
 
 @pytest.fixture

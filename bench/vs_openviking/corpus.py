@@ -1,6 +1,6 @@
 """One deterministic corpus, loaded into any server that speaks the OpenViking content API.
 
-Reusable by other benchmarks (`from vs_openviking import corpus`): `build(size)` returns the files,
+Reusable by other benchmarks (`from bench.vs_openviking import corpus`): `build(size)` returns the files,
 `load(client, files)` writes them with `POST /api/v1/content/batch-write` and waits with `POST /api/v1/system/wait`,
 the routes ovsite and OpenViking 0.5.2 share.
 
@@ -12,13 +12,10 @@ one-liners. Directories are implied by the files' URIs; each server builds its o
 
 import datetime as dt
 import random
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import find_latency as generator  # noqa: E402
+from bench import find_latency as generator
 
 # A fixed clock: the same seed gives byte-equal files on every run (event dates are part of the text).
 EPOCH = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)

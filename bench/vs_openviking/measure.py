@@ -9,8 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import find_latency as common  # noqa: E402
+from bench import harness
 
 # name: (path, body beyond the query) — the same bodies go to every server.
 REQUESTS = {
@@ -80,7 +79,7 @@ def alternating(clients: dict, names: list[str], queries: list[str], rounds: int
                 sample = samples[server][name]
                 sample["ms"].append(elapsed)
                 if "Server-Timing" in response.headers:
-                    stages = common.server_timing(response.headers["Server-Timing"])
+                    stages = harness.server_timing(response.headers["Server-Timing"])
                     sample["server_ms"].append(sum(stages.values()))
                     for stage, ms in stages.items():
                         sample["stages"].setdefault(stage, []).append(ms)
@@ -132,7 +131,7 @@ def _throughput(url: str, path: str, body, queries: list[str], clients: int, sec
             *(_client(url, path, body, queries, deadline, k * 7, latencies, errors) for k in range(clients))
         )
 
-    cpu = common._cpu_snapshot()
+    cpu = harness.cpu_snapshot()
     started = time.perf_counter()
     asyncio.run(run_all())
     elapsed = time.perf_counter() - started
@@ -142,9 +141,9 @@ def _throughput(url: str, path: str, body, queries: list[str], clients: int, sec
         "error_kinds": sorted(set(errors)),
         "seconds": elapsed,
         "rps": len(latencies) / elapsed,
-        "p50": common.median(latencies),
-        "p95": common.pct(latencies, 95),
-        "cpu_busy": common.cpu_busy_since(cpu),
+        "p50": harness.median(latencies),
+        "p95": harness.pct(latencies, 95),
+        "cpu_busy": harness.cpu_busy_since(cpu),
     }
 
 
@@ -380,7 +379,7 @@ def score_check(clients: dict, model_url: str, queries: list[str], our_vectors=N
         mine_of = {p["key"]: by_uri.get(p["key"][0]) for p in pairs}
     else:
         texts = sorted({p["abstract"] for p in pairs if p["abstract"]})
-        by_text = dict(zip(texts, embed(model_url, texts))) if texts else {}
+        by_text = dict(zip(texts, embed(model_url, texts), strict=True)) if texts else {}
         mine_of = {p["key"]: by_text.get(p["abstract"]) for p in pairs}
     for p in pairs:
         vector, my_vector = stored[p["key"]], mine_of[p["key"]]

@@ -1,6 +1,6 @@
 """The model endpoint both servers use: an OpenAI-compatible HTTP server in its own process.
 
-    .venv/bin/python bench/vs_openviking/model_server.py PORT
+    .venv/bin/python -m bench.vs_openviking.model_server PORT
 
 Embeddings are the packaged USE model's (`retrieval.embedders.UseEmbedder`, 512 dims), the vectors ovsite computes
 in process, so both servers rank on the same vectors. Chat replies are deterministic: a summary prompt is answered
@@ -20,9 +20,6 @@ import signal
 import sys
 import threading
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 # OpenViking's summary prompts quote the text after one of these headings (openviking/prompts/templates/semantic).
 _QUOTED = re.compile(

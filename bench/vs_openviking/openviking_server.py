@@ -11,12 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import find_latency as common  # noqa: E402
+from bench import harness
 
 VERSION = "0.5.2"
-VENV = ROOT / "bench" / ".venv-openviking"
+VENV = harness.ROOT / "bench" / ".venv-openviking"
 STAMP = VENV / f".installed-{VERSION}"
 EMBEDDING_DIM = 512
 
@@ -66,7 +64,7 @@ def ov_conf(*, workspace: Path, model_url: str, host: str, port: int) -> dict:
     }
 
 
-class OpenVikingServer(common.ServerProcess):
+class OpenVikingServer(harness.ServerProcess):
     name = "openviking-server"
 
     def __init__(self, *, workdir: Path, model_url: str, port: int):

@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """ovsite side by side with OpenViking 0.5.2: same corpus, same embeddings, same requests, one run.
 
-    make bench-vs-openviking        (= .venv/bin/python bench/vs_openviking/run.py)
-    .venv/bin/python bench/vs_openviking/run.py [--size 2000] [--rounds 200] [--clients 8] [--seconds 30]
+    make bench-vs-openviking        (= .venv/bin/python -m bench.vs_openviking.run)
+    .venv/bin/python -m bench.vs_openviking.run [--size 2000] [--rounds 200] [--clients 8] [--seconds 30]
 
 1. Creates `bench/.venv-openviking` and installs `openviking==0.5.2` from PyPI into it (once).
 2. Starts our OpenAI-compatible model server (model_server.py: the packaged USE embeddings, 512 dims, and
@@ -24,7 +23,6 @@
 Prints p50/p95, req/s and the ratios ovsite/OpenViking, and rewrites its section of bench/RESULTS.md.
 """
 
-import argparse
 import datetime as dt
 import os
 import pickle
@@ -34,16 +32,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-import assembly_latency  # noqa: E402
-import corpus  # noqa: E402
-import find_latency as common  # noqa: E402 — configures the environment before Django loads
-import measure  # noqa: E402
-import openviking_server  # noqa: E402
-import quality  # noqa: E402
+from bench import find_latency, harness, quality
+from bench.vs_openviking import corpus, measure, openviking_server
+
+DATABASE = "ovsite_bench_vs_openviking"
 
 SECTION_BEGIN, SECTION_END = "<!-- vs_openviking:begin -->", "<!-- vs_openviking:end -->"
 GOAL_CONTEXT_RATIO, GOAL_THROUGHPUT = 0.2, 5.0
@@ -51,12 +43,12 @@ THROUGHPUT_REQUESTS = ("search context", "find")
 
 
 def start_model_server(log_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = common.free_port()
+    port = harness.free_port()
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="ovsite.settings")
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "model_server.py"), str(port)],
+        [sys.executable, "-m", "bench.vs_openviking.model_server", str(port)],
         env=env,
-        cwd=ROOT,
+        cwd=harness.ROOT,
         stdout=subprocess.PIPE,
         stderr=open(log_dir / "model-server.log", "ab"),
         text=True,
@@ -68,20 +60,10 @@ def start_model_server(log_dir: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def reset_ovsite(db: str) -> None:
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from core import embedded_pg
-    from core.models import Account, AccountUser
-
-    embedded_pg.start_configured(db)
-    call_command("migrate", interactive=False, verbosity=0)
-    account, _ = Account.objects.get_or_create(name="default")
-    AccountUser.objects.get_or_create(account=account, user_id=common.USER, defaults={"role": "admin"})
-    common.raw_connection().execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
+def reset_ovsite() -> None:
+    harness.migrated_database()
+    with harness.raw_connection() as conn:
+        conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
 
 
 def ovsite_vectors(uris: list[str]) -> dict:
@@ -90,7 +72,7 @@ def ovsite_vectors(uris: list[str]) -> dict:
 
     import numpy as np
 
-    with common.raw_connection() as conn:
+    with harness.raw_connection() as conn:
         rows = conn.execute(
             "SELECT uri, embedding::text FROM retrieval_context WHERE uri = ANY(%s) AND embedding IS NOT NULL", (uris,)
         ).fetchall()
@@ -108,15 +90,15 @@ def run(args) -> dict:
     import httpx
 
     workdir = Path(tempfile.mkdtemp(prefix="ovsite-vs-openviking-"))
-    common.log(f"workdir {workdir}")
+    harness.log(f"workdir {workdir}")
     openviking_server.ensure_venv()
     files = corpus.build(args.size)
-    queries = common.QUERIES
-    reset_ovsite(args.database)
+    queries = find_latency.QUERIES
+    reset_ovsite()
     model_proc, model_url = start_model_server(workdir)
-    ovsite = common.Server(args.workers, workdir, threads=args.threads)
+    ovsite = harness.Gunicorn(args.workers, log_dir=workdir, threads=args.threads)
     openviking = openviking_server.OpenVikingServer(
-        workdir=workdir / "openviking", model_url=model_url, port=common.free_port()
+        workdir=workdir / "openviking", model_url=model_url, port=harness.free_port()
     )
     out = {
         "size": len(files),
@@ -129,10 +111,7 @@ def run(args) -> dict:
         ovsite.start()
         openviking.start()
         out["servers"] = {
-            "ovsite": "gunicorn "
-            + ovsite.command.replace(f"127.0.0.1:{ovsite.port}", "127.0.0.1:PORT").replace(
-                f"--chdir {ROOT}", "--chdir ."
-            ),
+            "ovsite": f"gunicorn {ovsite.command}",
             "OpenViking": openviking.command,
         }
         clients = {
@@ -141,10 +120,10 @@ def run(args) -> dict:
         }
         out["load"] = {}
         for name, client in clients.items():
-            common.log(f"loading {len(files)} files into {name}")
+            harness.log(f"loading {len(files)} files into {name}")
             out["load"][name] = corpus.load(client, files)
-            common.log(f"{name}: {out['load'][name]}")
-        common.log(f"score check: {len(queries)} queries × {list(measure.SCORE_ROUTES)} on both servers")
+            harness.log(f"{name}: {out['load'][name]}")
+        harness.log(f"score check: {len(queries)} queries × {list(measure.SCORE_ROUTES)} on both servers")
         out["scores"] = measure.score_check(clients, model_url, queries, our_vectors=ovsite_vectors)
         out["probe"] = measure.probe(clients, queries[0])
         names = [n for n in measure.REQUESTS if all(out["probe"][s][n]["status"] == 200 for s in clients)]
@@ -153,10 +132,12 @@ def run(args) -> dict:
             for n in measure.REQUESTS
             if n not in names
         }
-        common.warm_up(ovsite)  # every gunicorn worker loads its embedder once; one connection reaches one worker
+        harness.warm_up(
+            ovsite, queries
+        )  # every gunicorn worker loads its embedder once; one connection reaches one worker
         for client in clients.values():
             warm(client, queries)
-        common.log(f"alternating latency: {args.rounds} rounds of {names}")
+        harness.log(f"alternating latency: {args.rounds} rounds of {names}")
         out["latency"] = measure.alternating(clients, names, queries, args.rounds)
         out["throughput"], out["profile"] = {}, {}
         servers = {"ovsite": ovsite, "OpenViking": openviking}
@@ -164,7 +145,7 @@ def run(args) -> dict:
             phases = {s: [] for s in clients}
             for phase in range(args.phases):
                 for server, process in servers.items():
-                    common.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
+                    harness.log(f"throughput {name} on {server}, {args.clients} clients, {args.seconds}s")
                     # The first search-context phase runs under py-spy: where each server's CPU goes.
                     spy = (
                         measure.profile(process.proc.pid, args.seconds, workdir / f"{server}.collapsed")
@@ -178,12 +159,12 @@ def run(args) -> dict:
             out["throughput"][name] = phases
         out["quality"] = {}
         for server, url in (("ovsite", ovsite.url), ("OpenViking", openviking.url)) if args.quality else ():
-            common.log(f"quality corpus on {server}")
+            harness.log(f"quality corpus on {server}")
             try:
                 out["quality"][server] = quality.measure(url)
             except (RuntimeError, KeyError, TypeError, httpx.HTTPError) as error:  # a server refusing the corpus
                 out["quality"][server] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
-        common.log(f"model server alone, {args.clients} clients, {args.seconds}s")
+        harness.log(f"model server alone, {args.clients} clients, {args.seconds}s")
         out["model_throughput"] = measure.model_throughput(model_url, queries, args.clients, args.seconds)
         out["rss_mb"] = {"OpenViking": openviking.rss_mb(), "ovsite": round(sum(x for x in _gunicorn_rss(ovsite)), 1)}
     finally:
@@ -215,11 +196,11 @@ def render(r: dict, command: str) -> str:
         "",
         f"Command: `{command}`  ",
         f"Date: {r['started']:%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {os.cpu_count()} CPU, {_ram_gb()} GB RAM, Python {platform.python_version()}; load average "
+        f"Machine: {os.cpu_count()} CPU, {harness.ram_gb()} GB RAM, Python {platform.python_version()}; load average "
         f"{' '.join(f'{x:.2f}' for x in r['load_before'])} at start, "
         f"{' '.join(f'{x:.2f}' for x in r['load_after'])} at end (shared machine: both servers, PostgreSQL, the "
         "model server and the clients share the cores).  ",
-        f"ovsite: `{r['servers']['ovsite']}`, database `{common.BENCH_DB}`, packaged USE embedder in process.  ",
+        f"ovsite: `{r['servers']['ovsite']}`, database `{harness.database()}`, packaged USE embedder in process.  ",
         f"OpenViking: `{r['servers']['OpenViking']}` (openviking=={openviking_server.VERSION} from PyPI in "
         "bench/.venv-openviking, 1 uvicorn worker — its default; local vectordb and agfs; dev-mode auth), "
         "embedding and VLM `provider: openai` at our model server (bench/vs_openviking/model_server.py: the same "
@@ -229,7 +210,7 @@ def render(r: dict, command: str) -> str:
         f"Loaded through `POST /api/v1/content/batch-write` + `POST /api/v1/system/wait`: ovsite "
         f"{load_os['processed_s']:.0f} s, OpenViking {load_ov['processed_s']:.0f} s.  ",
         f"Latency: {len(lat['ovsite'][next(iter(lat['ovsite']))]['ms'])} rounds over "
-        f"{len(common.QUERIES)} EN/ZH queries (cycling); in each round every request goes to both servers in "
+        f"{len(find_latency.QUERIES)} EN/ZH queries (cycling); in each round every request goes to both servers in "
         "turn, the order flipping every round; one keep-alive connection per server; client-side ms.",
         "",
         "| request | ovsite p50 | ovsite p95 | OpenViking p50 | OpenViking p95 | ratio p50 | ratio p95 | "
@@ -238,12 +219,12 @@ def render(r: dict, command: str) -> str:
     ]
     for name in lat["ovsite"]:
         a, b = lat["ovsite"][name], lat["OpenViking"][name]
-        stages = f"{common.median(a['server_ms']):.1f}" if a["server_ms"] else "—"
+        stages = f"{harness.median(a['server_ms']):.1f}" if a["server_ms"] else "—"
         lines.append(
-            f"| {name} | {common.median(a['ms']):.1f} | {common.pct(a['ms'], 95):.1f} | "
-            f"{common.median(b['ms']):.1f} | {common.pct(b['ms'], 95):.1f} | "
-            f"{_ratio(common.median(a['ms']), common.median(b['ms']))} | "
-            f"{_ratio(common.pct(a['ms'], 95), common.pct(b['ms'], 95))} | {stages} | "
+            f"| {name} | {harness.median(a['ms']):.1f} | {harness.pct(a['ms'], 95):.1f} | "
+            f"{harness.median(b['ms']):.1f} | {harness.pct(b['ms'], 95):.1f} | "
+            f"{_ratio(harness.median(a['ms']), harness.median(b['ms']))} | "
+            f"{_ratio(harness.pct(a['ms'], 95), harness.pct(b['ms'], 95))} | {stages} | "
             f"{_answer(a['summaries'])} | {_answer(b['summaries'])} |"
         )
     for name, refusals in r["na"].items():
@@ -292,14 +273,14 @@ def render(r: dict, command: str) -> str:
     ]
     if "search context" in lat["ovsite"]:
         ours, theirs = lat["ovsite"]["search context"], lat["OpenViking"]["search context"]
-        ratio = common.median(ours["ms"]) / common.median(theirs["ms"])
-        health = {s: common.median(lat[s][measure.HEALTH]["ms"]) for s in lat}
-        stages = ", ".join(f"{k} {common.median(v):.1f}" for k, v in ours["stages"].items())
+        ratio = harness.median(ours["ms"]) / harness.median(theirs["ms"])
+        health = {s: harness.median(lat[s][measure.HEALTH]["ms"]) for s in lat}
+        stages = ", ".join(f"{k} {harness.median(v):.1f}" for k, v in ours["stages"].items())
         lines.append(
             f"Goal /search context p50 ratio ≤ {GOAL_CONTEXT_RATIO}: "
             f"{'met' if ratio <= GOAL_CONTEXT_RATIO else 'NOT met'} ({ratio:.2f}): ovsite would have to "
-            f"answer in {GOAL_CONTEXT_RATIO * common.median(theirs['ms']):.1f} ms, it takes "
-            f"{common.median(ours['ms']):.1f} ms, of which its Server-Timing stages are {stages} ms; "
+            f"answer in {GOAL_CONTEXT_RATIO * harness.median(theirs['ms']):.1f} ms, it takes "
+            f"{harness.median(ours['ms']):.1f} ms, of which its Server-Timing stages are {stages} ms; "
             f"`GET /health` alone (routing, middleware, HTTP) takes {health['ovsite']:.1f} ms on ovsite "
             f"and {health['OpenViking']:.1f} ms on OpenViking.  "
         )
@@ -396,7 +377,7 @@ def _quality_lines(runs: dict) -> list[str]:
             lines.append(
                 f"| {server} | {run['nodes']} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
                 f"{quality._rate(rows, 'answer')} | {quality._median_used(rows)} | "
-                f"{common.median([r['entries'] for r in rows]):.0f} |"
+                f"{harness.median([r['entries'] for r in rows]):.0f} |"
             )
     return lines
 
@@ -415,13 +396,13 @@ def _answer(summaries: list[dict]) -> str:
     if "entries" in summaries[0]:
         used = [s["used"] for s in summaries if s["used"] is not None]
         return (
-            f"{common.median([s['entries'] for s in summaries]):.0f} entries, {common.median(used):.0f} tokens"
+            f"{harness.median([s['entries'] for s in summaries]):.0f} entries, {harness.median(used):.0f} tokens"
             if used
             else ""
         )
     tops = [s["top"] for s in summaries if s["top"] is not None]
-    top = f", top score {common.median(tops):.3f}" if tops else ""
-    return f"{common.median([s['hits'] for s in summaries]):.0f} hits{top}"
+    top = f", top score {harness.median(tops):.3f}" if tops else ""
+    return f"{harness.median([s['hits'] for s in summaries]):.0f} hits{top}"
 
 
 def _cpu_ms_per_request(phases: list[dict]) -> float:
@@ -444,12 +425,8 @@ def _cpu_bound(phases: dict) -> str:
     )
 
 
-def _ram_gb() -> int:
-    return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, DATABASE)
     parser.add_argument("--size", type=int, default=2000, help="files in the corpus")
     parser.add_argument("--rounds", type=int, default=200, help="queries in the alternating latency phase")
     parser.add_argument("--clients", type=int, default=8)
@@ -457,7 +434,6 @@ def main() -> int:
     parser.add_argument("--phases", type=int, default=2, help="throughput phases per server and request")
     parser.add_argument("--workers", type=int, default=2, help="ovsite gunicorn workers")
     parser.add_argument("--threads", type=int, default=2, help="ovsite gunicorn threads per worker")
-    parser.add_argument("--database", default="ovsite_bench_vs_openviking")
     parser.add_argument(
         "--no-profile",
         dest="profile",
@@ -467,17 +443,14 @@ def main() -> int:
     parser.add_argument(
         "--no-quality", dest="quality", action="store_false", help="skip bench/quality.py's corpus on both servers"
     )
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    common.BENCH_DB = args.database
-    os.environ["OVSITE_PG_DATABASE"] = args.database
-    command = (".venv/bin/python bench/vs_openviking/run.py " + " ".join(sys.argv[1:])).strip()
+    harness.configure(args.database)
     result = run(args)
     result["clients"] = args.clients
     # The figures survive a rendering error: `render(pickle.load(...), command)` again from the workdir.
     (Path(result["workdir"]) / "result.pickle").write_bytes(pickle.dumps(result))
-    section = render(result, command)
-    assembly_latency.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
+    section = render(result, harness.command_line("bench.vs_openviking.run"))
+    harness.publish(section, SECTION_BEGIN, SECTION_END, write=not args.no_write)
     return 0
 
 

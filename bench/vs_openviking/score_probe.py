@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """What `score` OpenViking 0.5.2 returns, measured: the function of the query and stored vectors, the text it embeds
 for each node, and whether hierarchy, target directories or event time decay change it.
 
-    .venv/bin/python bench/vs_openviking/score_probe.py [--size 300]
+    .venv/bin/python -m bench.vs_openviking.score_probe [--size 300]
 
 Starts the model server (model_server.py, logging every text it embeds) and OpenViking (openviking_server.py) as
 run.py does, loads `corpus.build(size)` plus a few probe files (nested directories, an event, short resources), then
@@ -28,9 +27,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-OV_PYTHON = ROOT / "bench" / ".venv-openviking" / "bin" / "python"
+from bench import harness
+
+OV_PYTHON = harness.ROOT / "bench" / ".venv-openviking" / "bin" / "python"
+# `--engine-decay` runs this module again in bench/.venv-openviking, which has OpenViking but no numpy or Django:
+# what the probe needs beyond the standard library is imported in `probe`.
+ENGINE_DECAY = [str(OV_PYTHON), "-m", "bench.vs_openviking.score_probe", "--engine-decay"]
 
 PROBE_FILES = [  # (uri, content, context_type, category)
     (
@@ -81,15 +83,11 @@ def spread(values: list[float]) -> str:
 
 
 def probe(size: int) -> int:
-    sys.path.insert(0, str(HERE))
-    sys.path.insert(0, str(HERE.parent))
-    import corpus
-    import find_latency as common
     import httpx
-    import measure
     import numpy as np
-    import openviking_server
-    import run
+
+    from bench import find_latency
+    from bench.vs_openviking import corpus, measure, openviking_server, run
 
     workdir = Path(tempfile.mkdtemp(prefix="ovsite-score-probe-"))
     log_path = workdir / "embedded-texts.jsonl"
@@ -98,15 +96,15 @@ def probe(size: int) -> int:
     files = corpus.build(size) + [corpus.File(u, c, t, k, False) for u, c, t, k in PROBE_FILES]
     model_proc, model_url = run.start_model_server(workdir)
     ov = openviking_server.OpenVikingServer(
-        workdir=workdir / "openviking", model_url=model_url, port=common.free_port()
+        workdir=workdir / "openviking", model_url=model_url, port=harness.free_port()
     )
     try:
         ov.start()
         client = httpx.Client(base_url=ov.url, timeout=600)
-        common.log(f"loading {len(files)} files into OpenViking ({workdir})")
-        common.log(str(corpus.load(client, files)))
+        harness.log(f"loading {len(files)} files into OpenViking ({workdir})")
+        harness.log(str(corpus.load(client, files)))
         stored = measure.openviking_vectors(client)
-        queries = common.QUERIES + PROBE_QUERIES
+        queries = find_latency.QUERIES + PROBE_QUERIES
         query_vectors = measure.embed(model_url, queries)
         rows = []  # one per hit: route, query, key, score, cosine, int8
 
@@ -201,8 +199,9 @@ def probe(size: int) -> int:
 def report_texts(files, stored: dict, texts: list[str], matrix) -> None:
     """Matches every stored vector to the logged text it is the embedding of and prints, per node kind, how that
     text relates to the file's content."""
-    import measure
     import numpy as np
+
+    from bench.vs_openviking import measure
 
     matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     by_uri = {f.uri: f for f in files}
@@ -271,7 +270,7 @@ def engine_decay() -> int:
                 "updated_at": (now - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             }
         )
-        ages[f"r{i}"] = (days, sum(a * b for a, b in zip(query, vector)))
+        ages[f"r{i}"] = (days, sum(a * b for a, b in zip(query, vector, strict=True)))
     collection.upsert_data(rows)
     collection.create_index(
         "default",
@@ -322,12 +321,12 @@ def main() -> int:
         try:
             import openviking  # noqa: F401
         except ImportError:
-            return subprocess.run([str(OV_PYTHON), __file__, "--engine-decay"], check=False).returncode
+            return subprocess.run(ENGINE_DECAY, cwd=harness.ROOT, check=False).returncode
         return engine_decay()
     code = probe(args.size)
     print()
     sys.stdout.flush()
-    return code or subprocess.run([str(OV_PYTHON), __file__, "--engine-decay"], check=False).returncode
+    return code or subprocess.run(ENGINE_DECAY, cwd=harness.ROOT, check=False).returncode
 
 
 if __name__ == "__main__":

@@ -36,4 +36,4 @@ def named_sections(name: str, text: str, max_chars: int = SECTION_MAX_CHARS) -> 
         sections = sections_for(name, text, max_chars)
     except InvalidArgument:
         sections = _plain(name, text, max_chars)
-    return list(zip(section_names(sections), sections))
+    return list(zip(section_names(sections), sections, strict=True))

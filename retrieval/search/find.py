@@ -8,9 +8,14 @@ from retrieval.search.statements import HIT_COLUMNS, SearchQuery
 
 
 def ranked_hits(
-    caller: Caller, spec: FindQuery, queries: list[SearchQuery], scope: Predicate | None = None
+    caller: Caller,
+    spec: FindQuery,
+    queries: list[SearchQuery],
+    scope: Predicate | None = None,
+    settings_row=None,
 ) -> list[dict]:
-    """The `spec.limit` best hits for any of `queries` in score order (`retrieval.search.ranking.score_order`)."""
+    """The `spec.limit` best hits for any of `queries` in score order (`retrieval.search.ranking.score_order`);
+    `settings_row`, the operator's settings when the request has read them already (the rate limit does)."""
     columns = HIT_COLUMNS + (("content",) if spec.read_content else ())
     where = scope if scope is not None else scope_predicate(caller, spec)
     return score_order(
@@ -20,7 +25,7 @@ def ranked_hits(
         queries=queries,
         limit=spec.limit,
         columns=columns,
-        ranking=ranking_for(spec),
+        ranking=ranking_for(spec, settings_row),
     ).rows
 
 
@@ -46,8 +51,9 @@ def group_hits(rows: list[dict]) -> dict:
     return result
 
 
-def find(*, caller: Caller, spec: FindQuery) -> dict:
+def find(*, caller: Caller, spec: FindQuery, settings_row=None) -> dict:
     # Compiling the scope validates target URIs and filters: a bad request is refused before the embedding is
     # paid for, and stays a 4xx even when the embedder is down.
     scope = scope_predicate(caller, spec)
-    return group_hits(ranked_hits(caller, spec, [SearchQuery(spec.query, embed_query(spec.query))], scope))
+    queries = [SearchQuery(spec.query, embed_query(spec.query))]
+    return group_hits(ranked_hits(caller, spec, queries, scope, settings_row))

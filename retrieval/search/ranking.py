@@ -62,12 +62,16 @@ def score_order(
     nearest = [(label, depth) for label in partitions or (EVERYTHING,)] if ranking.nearest else []
     lexical = [(EVERYTHING, depth)] if ranking.lexical else []
     statement = search_statement(
-        scope, queries, columns, nearest, lexical, account_size(caller.account_id) if lexical else 0
+        scope,
+        queries,
+        columns,
+        nearest,
+        lexical,
+        account_size(caller.account_id) if lexical else 0,
+        ef_search=settings.HNSW_WIDE_EF_SEARCH,
     )
     # One query: its nearest `depth` of all partitions are the answer, so only they come back.
-    rows = fetch_statement(
-        statement, prepare=True, limit=depth if len(queries) == 1 else None, ef_search=settings.HNSW_WIDE_EF_SEARCH
-    )
+    rows = fetch_statement(statement, prepare=True, limit=depth if len(queries) == 1 else None)
     kept, below = above_threshold(fuse(rows, ranking, grouped=False), spec.score_threshold, ranking)
     served, strong = relevance_cut(kept[:limit], ranking.relevance_floor)
     return Found(served, below, ranking, strong)

@@ -6,12 +6,11 @@ from functools import cache
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
-from psycopg.pq import TransactionStatus
 
+from core.replicas import read_connection
 from retrieval.models import LEXICAL_CONFIG
-from retrieval.search.query import Predicate, partition_predicate
+from retrieval.search.query import Predicate, partition_predicate, store_stop_words
 
 HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
 EVERYTHING = "all"  # a scan of the whole scope, no partition
@@ -36,12 +35,18 @@ class Statement:
     common: tuple[Predicate, ...]
 
 
-def shared_vector(name: str, vector) -> tuple[Predicate, Predicate]:
+def shared_vector(name: str, vector, ef_search: int) -> tuple[Predicate, Predicate]:
     """(a named subquery holding the vector, the expression that reads it). A statement with several scans of one
     query vector then carries its ~7 KB of text once instead of once per scan; the HNSW scans take the read as a
-    one-time parameter, as they would a literal."""
+    one-time parameter, as they would a literal.
+
+    Reading the vector also sets `hnsw.ef_search` for the rest of the transaction, which is the statement alone
+    outside an atomic block: each HNSW scan computes its query vector before it walks the graph, so every scan of
+    the statement walks at `ef_search`, whatever the connection's, and no SET before and after costs two round
+    trips. A statement in an atomic block leaves it set until the block ends; the next search sets its own."""
+    ef = f"(SELECT set_config('hnsw.ef_search', '{int(ef_search)}', true)) AS ef"
     return (
-        Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector)", (vector_text(vector),)),
+        Predicate(f"{name} AS MATERIALIZED (SELECT %s::vector AS vector FROM {ef})", (vector_text(vector),)),
         Predicate(f"(SELECT vector FROM {name})"),
     )
 
@@ -54,11 +59,6 @@ COMMON_TERM_SHARE = 0.2
 # term costs little there, and a share of a few nodes (one of four holds "caddy") says nothing of the language —
 # nor do the table's statistics, which may date from when it held other things.
 STOP_WORDS_FROM = 1000
-STORE_TERMS = Predicate(
-    "store_terms AS MATERIALIZED (SELECT elem, freq FROM pg_stats, unnest(most_common_elems::text::text[], "
-    "most_common_elem_freqs) AS common(elem, freq) WHERE schemaname = current_schema() "
-    "AND tablename = 'retrieval_context' AND attname = 'lexemes')"
-)
 
 
 def lexical_terms(
@@ -66,8 +66,8 @@ def lexical_terms(
 ) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Search modes"):
 
-    - terms_i: the query's distinct lexemes but the store's stop words (with `stop_words`: `STORE_TERMS` is
-      among the statement's subqueries) (`terms`), and `match`, any of them (OR):
+    - terms_i: the query's distinct lexemes but the store's stop words (with `stop_words`: those of
+      `retrieval.search.query.store_stop_words`, a parameter) (`terms`), and `match`, any of them (OR):
       a question rarely shares all its words with the memory that answers it, and AND-ing them matched almost
       nothing on conversational memory;
     - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
@@ -75,8 +75,9 @@ def lexical_terms(
     - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)), df counted
       among the matches and N the scope's size (`scope_size`, or the matches when more): a term that most nodes
       hold (the user, 用户) weighs little beside a name that few hold, which ts_rank cannot do. Counted in the
-      account, it answers the same whatever other accounts hold."""
-    common = "AND term NOT IN (SELECT elem FROM store_terms WHERE freq > %s AND elem IS NOT NULL)" if stop_words else ""
+      account, it answers the same whatever other accounts hold. Each term's df is counted once (OFFSET 0: the
+      formula reads df twice, and inlined it would count the matches twice per term)."""
+    common = "AND term <> ALL(%s::text[])" if stop_words else ""
     bucket = (
         "'all'"
         if buckets == [EVERYTHING]
@@ -94,7 +95,7 @@ def lexical_terms(
             f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
             f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
             f"WHERE strpos(term, chr(92)) = 0 {common}) AS kept OFFSET 0) AS query_terms)",
-            (text, COMMON_TERM_SHARE) if stop_words else (text,),
+            (text, store_stop_words(COMMON_TERM_SHARE)) if stop_words else (text,),
         ),
         # A node's terms by one tsvector probe each (a binary search), not a scan of all its lexemes.
         Predicate(
@@ -108,7 +109,7 @@ def lexical_terms(
             f"idf_{index} AS MATERIALIZED (SELECT term, probe, ln(1 + (greatest(%s, (SELECT count(*) FROM "
             f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, (SELECT "
             f"count(*) FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM "
-            f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe)) AS counted)",
+            f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe) OFFSET 0) AS counted)",
             (scope_size,),
         ),
     ]
@@ -149,16 +150,20 @@ def nearest_select(
     coverage of the query's terms when the search has a `lexical` side.
 
     With `gate`, an uncorrelated EXISTS runs first as a one-time filter: an empty bucket then costs one index
-    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there."""
+    probe instead of an iterative HNSW scan that walks the whole index looking for rows that are not there.
+
+    The limit is written in, not a parameter: for `LIMIT $n` a generic plan assumes a tenth of the table will be
+    read, costs itself above the custom plans, and PostgreSQL then plans every execution of the prepared statement
+    anew (0.7 ms a hybrid search at 10k nodes; bench/RESULTS.md, request_path). A few limits, a few texts."""
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
     sql = (
         f"(SELECT {_columns(columns, TABLE)}, "
         f'("retrieval_context"."embedding" <=> {vector.sql}) AS distance, {_label(label)} AS bucket, '
         f"{int(query)} AS query, NULL::real AS lexical_rank, "
         f"{_coverage(LEXEMES, query if lexical else None)} "
-        f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT %s)'
+        f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT {int(limit)})'
     )
-    return Predicate(sql, vector.params + where.params + (where.params if gate else ()) + (limit,))
+    return Predicate(sql, vector.params + where.params + (where.params if gate else ()))
 
 
 # BM25's constants (Robertson and Zaragoza): term frequency saturates at k1, b scales by length. Each term counts
@@ -207,15 +212,18 @@ def search_statement(
     nearest: list[tuple[str, int]],
     lexical: list[tuple[str, int]],
     scope_size: int = 0,
+    ef_search: int | None = None,
 ) -> Statement:
     """One statement for every (scan, query): a k-nearest select per `nearest` (label, count) and one full-text
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
-    only the few nodes outside every bucket, and no B-tree answers its condition at once."""
+    only the few nodes outside every bucket, and no B-tree answers its condition at once. The HNSW scans walk at
+    `ef_search` (default: OVSITE_HNSW_EF_SEARCH), set by the statement itself (`shared_vector`)."""
     stop_words = bool(lexical) and scope_size >= STOP_WORDS_FROM
-    common, nearest_selects, lexical_selects = [STORE_TERMS] if stop_words else [], [], []
+    ef_search = settings.HNSW_EF_SEARCH if ef_search is None else ef_search
+    common, nearest_selects, lexical_selects = [], [], []
     for index, query in enumerate(queries):
-        holder, read = shared_vector(f"query_{index}", query.vector)
+        holder, read = shared_vector(f"query_{index}", query.vector, ef_search)
         common.append(holder)
         if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
             common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size, stop_words)
@@ -236,30 +244,17 @@ def search_statement(
     return Statement(nearest_selects, lexical_selects, tuple(common))
 
 
-def fetch_statement(
-    statement: Statement, prepare: bool = False, limit: int | None = None, ef_search: int | None = None
-) -> list[dict]:
+def fetch_statement(statement: Statement, prepare: bool = False, limit: int | None = None) -> list[dict]:
     """The statement in one round trip, rows as dicts. With `limit`, only the nearest `limit` rows of all the
     k-nearest selects come back (the full-text selects are already cut to their count). With `prepare`, the
-    statement is bound server-side and prepared once it repeats (see `prepared_cursor`). An `ef_search` other than
-    the connection's applies to this statement alone: set before it and set back after, two short round trips
-    where planning a hybrid statement anew each time (a multi-statement text cannot be prepared) cost 4 ms."""
+    statement is bound server-side and prepared once it repeats (see `prepared_cursor`)."""
     if not statement.nearest and not statement.lexical:
         return []
+    connection = read_connection()  # a read replica's in a search route (core/replicas.py)
     sql, params = statement_sql(statement, limit)
-    widen = ef_search is not None and ef_search != settings.HNSW_EF_SEARCH and statement.nearest
-    if widen:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
-    try:
-        with prepared_cursor() if prepare else connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return _rows(cursor)
-    finally:
-        # In a failed transaction the set cannot run, and needs not: its rollback undoes the first one.
-        if widen and connection.connection.info.transaction_status != TransactionStatus.INERROR:
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET hnsw.ef_search = {int(settings.HNSW_EF_SEARCH)}")
+    with prepared_cursor() if prepare else connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return _rows(cursor)
 
 
 def statement_sql(statement: Statement, limit: int | None = None) -> tuple[str, list]:
@@ -271,8 +266,7 @@ def statement_sql(statement: Statement, limit: int | None = None) -> tuple[str, 
         # Materialized, so the rows are sorted here and not merged as if each scan's were in order: relaxed_order
         # scans return them only nearly so (pgvector's README).
         common.append(f"nearest AS MATERIALIZED ({' UNION ALL '.join(parts)})")
-        parts = ["(SELECT * FROM nearest ORDER BY distance, uri LIMIT %s)"]
-        params.append(limit)
+        parts = [f"(SELECT * FROM nearest ORDER BY distance, uri LIMIT {int(limit)})"]  # written in: see nearest_select
     parts += [select.sql for select in statement.lexical]
     params += [param for select in statement.lexical for param in select.params]
     with_sql = f"WITH {', '.join(common)} " if common else ""
@@ -281,7 +275,7 @@ def statement_sql(statement: Statement, limit: int | None = None) -> tuple[str, 
 
 def _rows(cursor) -> list[dict]:
     names = [column.name for column in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def prepared_cursor():
@@ -290,6 +284,7 @@ def prepared_cursor():
     client-side and never prepare). For a statement whose text repeats with new values, such as the per-bucket
     quota search, the plan is made once per connection instead of once per request. The same checks as
     `connection.cursor()`: health, thread sharing, query logging."""
+    connection = read_connection()
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()

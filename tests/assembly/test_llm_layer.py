@@ -22,11 +22,17 @@ OVERVIEW = "The user is planning Kestrel, the billing database migration."
 def corpus(api):
     api.write_all(
         {
-            "viking://~/memories/entities/kestrel.md": "Kestrel is the codename of the billing database migration to PostgreSQL 18; the cutover is "
-            "planned for March 3.",
-            "viking://~/memories/events/2026/11/30/deploy.md": "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed.",
+            "viking://~/memories/entities/kestrel.md": (
+                "Kestrel is the codename of the billing database migration to PostgreSQL 18; the cutover is "
+                "planned for March 3."
+            ),
+            "viking://~/memories/events/2026/11/30/deploy.md": (
+                "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed."
+            ),
             "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
-            "viking://~/memories/experiences/migrations.md": "Learned: run migrations before switching traffic, never after.",
+            "viking://~/memories/experiences/migrations.md": (
+                "Learned: run migrations before switching traffic, never after."
+            ),
         }
     )
     return api

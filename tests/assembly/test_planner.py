@@ -1,4 +1,4 @@
-"""The planner on hand-built candidates: no database, no I/O (DESIGN.md §5, RFC §3.4)."""
+"""The planner on hand-built candidates: no database, no I/O (docs/design.md §5, RFC §3.4)."""
 
 from dataclasses import replace
 

@@ -88,7 +88,7 @@ def test_rendered_blocks_parse_with_exactly_the_planned_entries(planned):
     assert [
         (child.tag, child.get("uri"), child.get("type"), child.get("score"), child.get("detail")) for child in root
     ] == [("memory", uri, category, f"{score:.2f}", detail) for uri, category, score, detail, _ in planned]
-    for child, (_, _, _, detail, body) in zip(root, planned):
+    for child, (_, _, _, detail, body) in zip(root, planned, strict=True):
         assert len(child) == 0 and set(child.attrib) == {"uri", "type", "score", "detail"}
         assert (child.tail or "").strip() == ""
         assert (child.text or "") == ("" if detail == "uri" else as_xml_text(f"\n{body}\n"))

@@ -9,7 +9,7 @@ from django.forms.models import model_to_dict
 from django.urls import reverse
 from django.utils import timezone
 
-from assembly.views import SearchRequest
+from assembly.requests import SearchRequest
 from profiles.models import PurposeProfile, RetrievalSettings
 from profiles.seeds import BUILTIN_PROFILES
 from sessions_app import ledger
@@ -24,8 +24,9 @@ SEARCH, RECALL = "/api/v1/search/search", "/api/v1/search/recall"
 def corpus(api):
     api.write_all(
         {
-            "viking://~/memories/events/2026/11/30/deploy.md": "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n"
-            + "Canary first. " * 30,
+            "viking://~/memories/events/2026/11/30/deploy.md": (
+                "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n" + "Canary first. " * 30
+            ),
             "viking://~/memories/preferences/reports.md": "Prefers deploy reports that lead with the conclusion.",
             "viking://~/memories/entities/caddy.md": "Caddy fronts the deploy target's RTMP ingest on port 1935.",
             "viking://resources/runbooks/deploy.md": "# Deploy runbook\nRun migrations, then switch traffic.",
@@ -189,7 +190,7 @@ RFC_PURPOSES = {
         "events_budget_ratio": 0.40,
     },
 }
-# The RFC's defaults of the settings row, by section. The two thresholds are DESIGN.md §8's amendment of RFC §3.1's
+# The RFC's defaults of the settings row, by section. The two thresholds are docs/design.md §8's amendment of RFC §3.1's
 # 0.1 and 0.35 (docs/retrieval.md, "Scores", "Thresholds"): profiles.0012 moved scores to (1 + cosine) / 2, keeping
 # the floor of context's 0.1 cosine (0.55); profiles.0013 gave /recall context's threshold plus a relevance floor.
 RFC_SETTINGS = {

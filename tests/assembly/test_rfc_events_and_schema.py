@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from profiles.models import RecallEvent, RetrievalSettings
-from tests.ovsite.test_mcp import live_url, mcp_session, text_of  # noqa: F401 (live_url is a fixture)
+from tests.mcp_server.test_mcp import mcp_session, text_of
 from tests.profiles.test_recall_events import post
 
 SEARCH, RECALL, FIND = "/api/v1/search/search", "/api/v1/search/recall", "/api/v1/search/find"
@@ -130,7 +130,7 @@ MCP_CALLS = [
 
 
 @pytest.mark.parametrize("tool, arguments, endpoint", MCP_CALLS)
-def test_an_mcp_assembly_is_recorded_under_its_mcp_endpoint(live_url, corpus, tool, arguments, endpoint):  # noqa: F811
+def test_an_mcp_assembly_is_recorded_under_its_mcp_endpoint(live_url, corpus, tool, arguments, endpoint):
     async def actions(client):
         return text_of(await client.call_tool(tool, arguments))
 
@@ -175,7 +175,7 @@ def test_the_recall_schema_says_its_mode_is_context(api):
         assert api.post(RECALL, {"query": "deploy", "mode": mode})[0] == 422
 
 
-def test_the_mcp_recall_tool_flags_v1_aliases_as_rest_does(live_url, corpus):  # noqa: F811
+def test_the_mcp_recall_tool_flags_v1_aliases_as_rest_does(live_url, corpus):
     v1 = {"query": "how did the deploy go?", "max_chars": 1200, "min_score": 0.1}
 
     async def actions(client):

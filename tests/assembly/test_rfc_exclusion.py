@@ -23,7 +23,9 @@ def store(api):
     api.write_all(
         {
             "viking://~/memories/profile.md": "# Profile\nName: Ada. Works on ovsite, a context server.",
-            "viking://~/memories/events/2026/11/30/deploy.md": "# Summary\nDeployed ovsite 0.3 to production on Nov 30; the rollback plan was not needed.",
+            "viking://~/memories/events/2026/11/30/deploy.md": (
+                "# Summary\nDeployed ovsite 0.3 to production on Nov 30; the rollback plan was not needed."
+            ),
             "viking://~/memories/events/2026/11/29/canary.md": "# Summary\nThe deploy canary ran for an hour.",
             "viking://~/memories/preferences/reports.md": "Prefers deploy reports that lead with the conclusion.",
             "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",

@@ -1,4 +1,4 @@
-"""/search mode="context" and /recall end to end: real store, real embedder, real planner (DESIGN.md §4–5)."""
+"""/search mode="context" and /recall end to end: real store, real embedder, real planner (docs/design.md §4–5)."""
 
 import json
 import re
@@ -15,11 +15,15 @@ SEARCH, RECALL = "/api/v1/search/search", "/api/v1/search/recall"
 def corpus(api):
     api.write_all(
         {
-            "viking://~/memories/events/2026/11/30/deploy.md": "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed.\n\n"
-            "# Details\n" + "The deploy went through the canary stage first. " * 40,
+            "viking://~/memories/events/2026/11/30/deploy.md": (
+                "# Summary\nDeployed ovsite 0.3 to production on Nov 30; rollback plan was not needed.\n\n"
+                "# Details\n" + "The deploy went through the canary stage first. " * 40
+            ),
             "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
             "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
-            "viking://~/memories/experiences/migrations.md": "Learned: run migrations before switching traffic, never after.",
+            "viking://~/memories/experiences/migrations.md": (
+                "Learned: run migrations before switching traffic, never after."
+            ),
             "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",
         }
     )

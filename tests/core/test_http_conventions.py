@@ -18,7 +18,7 @@ from core import errors
 from core.envelope import django_server_error
 from core.openapi import ERROR_CODES
 from tests.live import ROOT, child_env, database_env, start_asgi
-from tests.ovsite.test_mcp import INITIALIZE, live_url, post_mcp, tool_call  # noqa: F401  (live_url: a fixture)
+from tests.mcp_server.test_mcp import INITIALIZE, post_mcp, tool_call
 
 FIND = "/api/v1/search/find"
 LS = "/api/v1/fs/ls"
@@ -108,7 +108,7 @@ def test_the_server_error_handler_body_carries_the_request_id(db):
 
 
 @pytest.mark.parametrize("sent_id", [None, uuid.uuid4().hex], ids=["made", "sent"])
-def test_mcp_refusals_carry_the_request_id_of_their_header(live_url, seeded, settings, sent_id):  # noqa: F811
+def test_mcp_refusals_carry_the_request_id_of_their_header(live_url, seeded, settings, sent_id):
     settings.OVSITE_ROOT_API_KEY = "http-conventions-root-key"
     response = post_mcp(
         live_url, INITIALIZE, {"X-API-Key": "made-up", **({"X-Request-ID": sent_id} if sent_id else {})}
@@ -119,7 +119,7 @@ def test_mcp_refusals_carry_the_request_id_of_their_header(live_url, seeded, set
     assert error["request_id"] == (sent_id or error["request_id"])
 
 
-def test_mcp_tool_errors_leave_the_request_id_to_the_header(live_url, seeded, settings):  # noqa: F811
+def test_mcp_tool_errors_leave_the_request_id_to_the_header(live_url, seeded, settings):
     """A tool error's text goes to the model, to whom an id is noise; the HTTP answer names the request."""
     settings.OVSITE_ROOT_API_KEY = ""
     response = post_mcp(live_url, tool_call("read", {"uris": ["not-a-uri"]}))
@@ -145,9 +145,12 @@ def test_the_served_schema_lists_the_codes_and_the_request_id(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     responses = schema["paths"][FIND]["post"]["responses"]
     for status in ("405", "415"):
-        error = responses[status]["content"]["application/json"]["schema"]["properties"]["error"]
-        assert {"METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"} <= set(error["properties"]["code"]["enum"])
-        assert "request_id" in error["required"]
+        assert responses[status]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorEnvelope"
+        }
+    error = schema["components"]["schemas"]["ErrorEnvelope"]["properties"]["error"]
+    assert {"METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"} <= set(error["properties"]["code"]["enum"])
+    assert "request_id" in error["required"]
 
 
 # a quiet start -----------------------------------------------------------------------------------------------

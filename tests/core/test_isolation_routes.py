@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from retrieval.models import Context, ProcessingTask
 from sessions_app.models import Session
-from tests.core.test_isolation import (  # noqa: F401 (fixtures)
+from tests.core.test_isolation import (
     A_VAULT,
     ALIAS_TRICKS,
     DISTINCT_TRICKS,
@@ -29,12 +29,8 @@ from tests.core.test_isolation import (  # noqa: F401 (fixtures)
     INVALID_TRICKS,
     ROOT_KEY,
     Client,
-    root_key,
-    w,
     without_request_ids,
-    world,
 )
-from tests.ovsite.test_mcp import live_url  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("root_key", "shipped_rows")
 
@@ -387,7 +383,7 @@ def test_mcp_tool_answers_other_principals_names_as_absent_ones(
     world,
     live_url,
     django_db_blocker,
-    name,  # noqa: F811
+    name,
     route,
 ):
     placeholder, victims = (
@@ -407,13 +403,13 @@ def test_mcp_tool_answers_other_principals_names_as_absent_ones(
 
 @pytest.mark.parametrize("route", [route for route in OPEN_ROUTES if route.method == "mcp"], ids=str)
 @pytest.mark.parametrize("name", ["bob", "gina"])
-def test_mcp_tool_holds_nothing_of_other_principals(world, live_url, name, route):  # noqa: F811
+def test_mcp_tool_holds_nothing_of_other_principals(world, live_url, name, route):
     [(is_error, text)] = mcp_calls(live_url, world.keys[name], [(route.path, route.args)])
     assert not is_error, text[:400]
     assert_nothing_of_others(name, text, route)
 
 
-def test_mcp_refuses_a_revoked_key(world, live_url, django_db_blocker):  # noqa: F811
+def test_mcp_refuses_a_revoked_key(world, live_url, django_db_blocker):
     root = Client(ROOT_KEY)
     with django_db_blocker.unblock():
         fresh = root.ok(root.post("/api/v1/admin/accounts/globex/users", {"user_id": "gus"}))["user_key"]

@@ -1,5 +1,7 @@
 """Rate limiting per API key (DRF throttling), at the rate the operator sets in the retrieval settings."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from django.core.cache import cache
 from django.db import connection
@@ -9,6 +11,7 @@ from rest_framework.test import APIClient
 
 from core import accounts
 from profiles.models import RetrievalSettings
+from profiles.throttling import admit_key
 
 ROOT_KEY = "rate-root-key"
 
@@ -86,3 +89,39 @@ def test_a_keyed_context_request_reads_the_settings_row_once(keys, path):
         response = APIClient().post(path, {"query": "deploy", "mode": "context"}, format="json", HTTP_X_API_KEY=keys[0])
     assert response.status_code == 200, response.content
     assert sum(table in query["sql"] for query in queries.captured_queries) == 1
+
+
+def test_a_keyed_request_counts_its_rate_in_one_statement_without_waiting_for_the_flush(keys):
+    """The database cache's table is counted in one upsert that commits asynchronously; through the cache API the
+    count took a read, a COUNT(*) of the table and a BEGIN/SELECT/UPDATE/COMMIT whose commit waited for the WAL."""
+    limit(1000)
+    with CaptureQueriesContext(connection) as queries:
+        assert ls(keys[0]).status_code == 200
+    counting = [query["sql"] for query in queries.captured_queries if "ovsite_cache" in query["sql"]]
+    assert len(counting) == 1 and "synchronous_commit" in counting[0], counting
+    assert not any(query["sql"] in ("BEGIN", "COMMIT") for query in queries.captured_queries)
+
+
+def test_concurrent_requests_of_one_key_are_admitted_up_to_the_rate_exactly(keys):
+    """Six threads of eight calls at a rate of ten: ten admitted, whatever the interleaving (a read, then a write
+    of the count, would admit requests that read the same count)."""
+    limit(10)
+
+    def calls(_):
+        try:
+            return [admit_key(keys[0]) is None for _ in range(8)]
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        admitted = [ok for batch in pool.map(calls, range(6)) for ok in batch]
+    assert admitted.count(True) == 10
+    wait = admit_key(keys[0])
+    assert wait is not None and 0 < wait <= 60
+
+
+@override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}})
+def test_another_cache_counts_through_the_cache_api(keys):
+    limit(2)
+    assert [ls(keys[0]).status_code for _ in range(3)] == [200, 200, 429]
+    assert ls(keys[1]).status_code == 200

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from core import accounts
 from tests.live import ROOT, child_env
-from tests.ovsite.test_mcp import INITIALIZE, live_url, post_mcp  # noqa: F401  (live_url: a fixture)
+from tests.mcp_server.test_mcp import INITIALIZE, post_mcp
 
 ROOT_KEY = "secure-defaults-root-key"
 LS = ("/api/v1/fs/ls", {"uri": "viking://"})
@@ -121,21 +121,21 @@ def test_proxy_headers_are_fine_with_a_root_key(db, root_mode, header):
 # the MCP endpoint, over HTTP --------------------------------------------------------------------------------
 
 
-def test_mcp_serves_the_keyless_loopback_caller_in_dev_mode(live_url, seeded, dev_mode):  # noqa: F811
+def test_mcp_serves_the_keyless_loopback_caller_in_dev_mode(live_url, seeded, dev_mode):
     response = post_mcp(live_url, INITIALIZE)
     assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "ovsite", response.text
 
 
 @pytest.mark.parametrize("headers", [{"X-API-Key": "made-up-key"}, {"Authorization": "Bearer made-up-key"}])
 @pytest.mark.parametrize("mode", ["dev_mode", "root_mode"])
-def test_mcp_refuses_an_unknown_key(live_url, seeded, request, mode, headers):  # noqa: F811
+def test_mcp_refuses_an_unknown_key(live_url, seeded, request, mode, headers):
     request.getfixturevalue(mode)
     response = post_mcp(live_url, INITIALIZE, headers)
     assert response.status_code == 401 and response.json()["error"]["code"] == "UNAUTHENTICATED", response.text
 
 
 @pytest.mark.parametrize("header", PROXY_HEADERS)
-def test_mcp_refuses_each_proxy_header_in_dev_mode(live_url, seeded, dev_mode, header):  # noqa: F811
+def test_mcp_refuses_each_proxy_header_in_dev_mode(live_url, seeded, dev_mode, header):
     """uvicorn takes X-Forwarded-For from a loopback peer as the client's address; the header is refused anyway."""
     response = post_mcp(live_url, INITIALIZE, {header: PROXY_HEADERS[header]})
     assert response.status_code == 401, response.text
@@ -144,7 +144,7 @@ def test_mcp_refuses_each_proxy_header_in_dev_mode(live_url, seeded, dev_mode, h
     assert_names_the_root_key(error)
 
 
-def test_mcp_accepts_proxy_headers_with_a_root_key(live_url, seeded, root_mode):  # noqa: F811
+def test_mcp_accepts_proxy_headers_with_a_root_key(live_url, seeded, root_mode):
     key = accounts.create_account(name="acme", admin_user_id="alice")["user_key"]
     response = post_mcp(live_url, INITIALIZE, {"X-API-Key": key, **PROXY_HEADERS})
     assert response.status_code == 200, response.text
@@ -152,8 +152,8 @@ def test_mcp_accepts_proxy_headers_with_a_root_key(live_url, seeded, root_mode):
 
 def test_mcp_refuses_a_keyless_remote_caller_in_dev_mode(dev_mode):
     """A remote peer, which a test cannot be over a loopback socket: the ASGI app called with that client address."""
+    from mcp_server.app import build_application
     from ovsite.asgi import django_application
-    from ovsite.mcp_tools import build_application
 
     async def post():
         transport = httpx2.ASGITransport(build_application(django_application), client=("203.0.113.9", 50000))
@@ -196,11 +196,13 @@ def ovsite_ids(result: subprocess.CompletedProcess) -> set[str]:
     return {f"ovsite.E00{n}" for n in range(10) if f"(ovsite.E00{n})" in result.stdout + result.stderr}
 
 
+@pytest.mark.slow  # manage.py check --deploy in a subprocess
 def test_check_deploy_passes_a_configured_deployment():
     result = check_deploy()
     assert result.returncode == 0 and not ovsite_ids(result), result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "overrides, expected",
     [

@@ -91,6 +91,8 @@ def own_pgdata():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.db  # a PostgreSQL of its own
+@pytest.mark.slow
 def test_embedded_pg_restarts_after_kill_and_stale_handle_file(own_pgdata):
     """A killed server, a stale postmaster.pid and a broken handle file must not break the next start."""
     pgdata = own_pgdata
@@ -105,6 +107,8 @@ def test_embedded_pg_restarts_after_kill_and_stale_handle_file(own_pgdata):
     assert not embedded_pg.is_running(pgdata)
 
 
+@pytest.mark.db  # a PostgreSQL of its own
+@pytest.mark.slow
 def test_the_embedded_server_starts_with_the_shared_buffers_asked_for(own_pgdata):
     socket_dir = embedded_pg.start(own_pgdata, "probe", "48MB")
     assert embedded_pg.shared_buffers_in_use(socket_dir) == "48MB"
@@ -117,6 +121,7 @@ def test_auto_shared_buffers_is_a_quarter_of_memory_at_most_8gb():
     assert embedded_pg.auto_shared_buffers() == f"{max(128, min(total_mb // 4, 8192))}MB"
 
 
+@pytest.mark.db  # the suite's PostgreSQL
 def test_pg_start_says_when_the_running_server_has_other_shared_buffers(settings, capsys):
     settings.EMBEDDED_PG_SHARED_BUFFERS = "auto"
     call_command("pg", "start")
@@ -143,6 +148,7 @@ def test_a_shared_buffers_postgresql_cannot_read_stops_the_start(value):
     assert "OVSITE_PG_SHARED_BUFFERS must be auto or a size such as 4GB" in started.stderr
 
 
+@pytest.mark.db  # the suite's PostgreSQL
 @pytest.mark.parametrize("action", ["status"])
 def test_pg_command_reports_status(action, capsys):
     call_command("pg", action)

@@ -11,6 +11,9 @@ MCP `recall` tool) must give a non-empty block that holds the memory the tour wr
 
 The parsing and running (`tour_blocks`, `commands`, `Tour`) are meant to be the one mechanism any other test of the
 README's shell blocks uses.
+
+The README stays a front page (issue 26 §1: at most 8 KB, the manual is docs/), and every relative link of it, of
+CONTRIBUTING.md, CHANGELOG.md and docs/*.md leads to a file and heading that exist.
 """
 
 import json
@@ -18,17 +21,24 @@ import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
-from tests.live import ROOT, child_env, database_env, start_asgi
+from tests import live
+from tests.live import ROOT, child_env, database_env
 
 README = ROOT / "README.md"
+README_MAX_BYTES = 8 * 1024
+LINKED_PAGES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/*.md")
 TOUR_SECTION = "Try it"
 README_ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1):8000\b")
 ROOT_KEY_IN_PROSE = re.compile(r"OVSITE_ROOT_API_KEY=([^\s`'\"]+)")
 PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+FENCED = re.compile(r"```.*?```", re.DOTALL)
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 COMMAND_TIMEOUT_S = 120
 QUOTED_OUTPUT_CHARS = 2500
 
@@ -93,7 +103,7 @@ def json_fields(value, name: str) -> list:
 def request_body(command: str) -> dict | None:
     """The JSON body a curl command sends (`-d`/`--data…`), or None."""
     words = shlex.split(command)
-    for flag, value in zip(words, words[1:]):
+    for flag, value in pairwise(words):
         if flag in ("-d", "--data", "--data-raw", "--data-binary"):
             try:
                 return json.loads(value)
@@ -138,7 +148,7 @@ class Tour:
                 env["OVSITE_ROOT_API_KEY"] = key
             log_dir = self.log_dir / ("dev" if key is None else "root-key")
             log_dir.mkdir(exist_ok=True)
-            self.servers[key] = start_asgi(log_dir, env)
+            self.servers[key] = live.start_asgi(log_dir, env)
         return self.servers[key][1]
 
     def placeholder(self, key: str | None, name: str) -> str | None:
@@ -329,6 +339,9 @@ def tour(seeded, tmp_path):
     running.stop()
 
 
+# Marked here rather than found by the lanes' scan of the module (tests/conftest.py), so that the other tests of
+# the module, which read files only, stay in the unit lane.
+@pytest.mark.http
 def test_the_readme_tour_works_top_to_bottom(tour):
     blocks = tour_blocks(README.read_text())
     assert blocks, f"README.md's '{TOUR_SECTION}' section has no shell block"
@@ -415,3 +428,56 @@ def test_the_checks_flag_a_context_example_after_the_delete_and_an_empty_recall(
     assert len(problems) == 2, problems
     assert problems[0].startswith("the recall example returned an empty block") and recall in problems[0]
     assert problems[1].startswith("the search context example runs when the memory the tour wrote is not")
+
+
+def test_the_readme_stays_a_front_page():
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes, over {README_MAX_BYTES}: move the manual's part into docs/ and link to it"
+    )
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation but `-` and `_` dropped, spaces to `-`."""
+    anchors = set()
+    for line in FENCED.sub("", markdown).splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower().replace("`", "")
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    """The relative links of one Markdown page that lead nowhere: a missing file, or a missing heading; paths are
+    named relative to `root`."""
+    broken = []
+    for target in MARKDOWN_LINK.findall(CODE.sub("", page.read_text())):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(f"{page.relative_to(root)}: {target} (no such file)")
+        elif anchor and linked.suffix == ".md" and anchor not in heading_anchors(linked.read_text()):
+            broken.append(f"{page.relative_to(root)}: {target} (no such heading in {linked.relative_to(root)})")
+    return broken
+
+
+def test_the_readme_and_the_docs_link_only_to_what_exists():
+    pages = sorted({page for pattern in LINKED_PAGES for page in ROOT.glob(pattern)})
+    assert README in pages and len(pages) > 3, pages
+    broken = [link for page in pages for link in broken_links(page)]
+    assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+def test_the_link_check_reads_anchors_as_github_makes_them(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# The operator console (`/admin/`)\n\n## /recall's relevance floor\n\n```\n# not a heading\n```\n"
+        "[a](#the-operator-console-admin) [b](#recalls-relevance-floor) [c](#not-a-heading) [d](other.md)\n"
+    )
+    assert heading_anchors(page.read_text()) == {"the-operator-console-admin", "recalls-relevance-floor"}
+    assert [link.split(": ", 1)[1] for link in broken_links(page, root=tmp_path)] == [
+        "#not-a-heading (no such heading in page.md)",
+        "other.md (no such file)",
+    ]

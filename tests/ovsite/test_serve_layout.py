@@ -28,8 +28,8 @@ from openviking_sdk import SyncHTTPClient
 from retrieval.models import ProcessingTask
 from tests.fake_openai import FakeOpenAI
 from tests.live import Process, child_env, free_port, start_redis, wait_until
+from tests.mcp_server.test_mcp import mcp_session, text_of
 from tests.ovsite.test_compose import procfile
-from tests.ovsite.test_mcp import mcp_session, text_of
 
 pytestmark = pytest.mark.timeout(240)
 

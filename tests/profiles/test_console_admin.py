@@ -383,7 +383,7 @@ def test_cost_dashboard_sums_tokens_and_prices_the_priced_models(operator, usage
     assert total["cost"] == {"USD": Decimal("0.026")} and total["money"] == "0.0260 USD"
     page = response.content.decode()
     assert 'id="total-prompt">7500<' in page and 'id="chart-llm-kinds"' in page
-    tables = dict(response.context["cost_tables"])
+    tables = {table: rows for table, _, rows in response.context["cost_tables"]}
     assert {key: row["prompt_tokens"] for key, row in tables["kind"]} == {
         "expansion": 500,
         "extraction": 4000,

@@ -1,5 +1,7 @@
 """The console in a real browser: headless Chromium (Debian's `chromium` + `chromium-driver`, installed by
-`make test`) driven by Selenium. Screenshots go to tests/artefacts/ (git-ignored)."""
+`make test`) driven by Selenium. Screenshots go to tests/artefacts/ (git-ignored). The operator's questions of
+issue 27 are answered from the console alone: why did the agent not see X, who changed the recall threshold, what
+did rewrites cost."""
 
 import datetime as dt
 import json
@@ -11,6 +13,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.db.models import Sum
+from django.test import Client
 from django.utils import timezone
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -19,7 +22,10 @@ from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from core.models import Account, ApiKey, hash_key
-from profiles.models import LLMUsage, ModelPrice, RecallEvent
+from profiles.models import LLMUsage, ModelPrice, RecallEvent, RetrievalSettings
+from tests.profiles.test_console_admin import change_url, form_data
+from tests.profiles.test_dashboards import rewrites  # noqa: F401 (a fixture)
+from tests.profiles.test_recall_tracing import QUERY, corpus  # noqa: F401 (a fixture)
 
 ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -97,8 +103,13 @@ def log_in(driver, live_server) -> None:
     driver.find_element(By.NAME, "username").send_keys("operator")
     driver.find_element(By.NAME, "password").send_keys("pw-operator")
     driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait(driver, ready.presence_of_element_located((By.ID, "dashboards")))
+    wait(driver, ready.presence_of_element_located((By.CSS_SELECTOR, ".app-dashboards")))
     shot(driver, "01-admin-index")
+
+
+def sidebar(driver, link_text: str) -> None:
+    """Follows a link of the admin's sidebar (the Dashboards section is the console's, profiles/console.py)."""
+    driver.find_element(By.XPATH, f'//nav[@id="nav-sidebar"]//a[normalize-space()="{link_text}"]').click()
 
 
 def charts_drawn(driver) -> list:
@@ -138,7 +149,7 @@ def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(bro
 
     browser.get(live_server.url + "/admin/")
     browser.find_element(By.LINK_TEXT, "Recall traffic").click()
-    assert len(wait(browser, charts_drawn)) == 7
+    assert len(wait(browser, charts_drawn)) == 8
     events = RecallEvent.objects.all()  # the seeded three and the /search call above
     totals = events.aggregate(used=Sum("used_tokens"), dropped=Sum("dropped"))
     assert browser.find_element(By.ID, "total-requests").text == str(events.count()) == "4"
@@ -148,7 +159,7 @@ def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(bro
 
     browser.get(live_server.url + "/admin/")
     browser.find_element(By.LINK_TEXT, "LLM cost").click()
-    assert len(wait(browser, charts_drawn)) == 3
+    assert len(wait(browser, charts_drawn)) == 5
     usage = LLMUsage.objects.aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
     assert browser.find_element(By.ID, "total-prompt").text == str(usage["prompt"]) == "4200"
     assert browser.find_element(By.ID, "total-completion").text == str(usage["completion"])
@@ -157,7 +168,7 @@ def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(bro
 
     today = timezone.now().date().isoformat()
     browser.get(f"{live_server.url}/admin/dashboards/llm-cost/?since={today}&until={today}")
-    assert len(wait(browser, charts_drawn)) == 3
+    assert len(wait(browser, charts_drawn)) == 5
     assert browser.find_element(By.ID, "total-prompt").text == "3000"
     shot(browser, "06-llm-cost-today")
 
@@ -173,3 +184,85 @@ def test_operator_edits_coding_quotas_reads_both_dashboards_and_issues_a_key(bro
     browser.back()  # the page that showed it is not cached: coming back shows no key
     assert key not in browser.page_source
     shot(browser, "08-key-not-shown-again")
+
+
+def test_why_did_the_agent_not_see_x_and_who_changed_the_threshold(browser, live_server, corpus):  # noqa: F811
+    """Yesterday alice raised /recall's threshold; today the agent recalled nothing about the deploy and reports its
+    request id. The operator finds the event by that id, sees the threshold, its source and the hits it cut, finds
+    alice's change in the settings' history, reverts it, and replays the request: now it serves the deploy."""
+    alice = Client()
+    alice.force_login(User.objects.create_superuser("alice", "alice@example.com", "pw-alice"))
+    row = RetrievalSettings.objects.get(pk=1)
+    assert alice.post(change_url(row), form_data(row, recall_score_threshold=0.95)).status_code == 302
+    agent = httpx.post(live_server.url + "/api/v1/search/recall", json={"query": QUERY}, timeout=60)
+    assert agent.status_code == 200 and agent.json()["result"]["entries"] == []
+    request_id = agent.headers["X-Request-ID"]
+
+    log_in(browser, live_server)
+    browser.find_element(By.LINK_TEXT, "Recall events").click()
+    search = browser.find_element(By.ID, "searchbar")
+    search.send_keys(request_id)
+    search.submit()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 1 and QUERY in rows[0].text
+    shot(browser, "10-event-found-by-request-id")
+    rows[0].find_element(By.CSS_SELECTOR, "th a").click()
+    event = RecallEvent.objects.get()
+    assert request_id in browser.find_element(By.CSS_SELECTOR, ".field-request_id_links").text
+    assert browser.find_element(By.CSS_SELECTOR, ".field-query_text .readonly").text == QUERY
+    assert browser.find_element(By.CSS_SELECTOR, ".field-score_threshold .readonly").text == "0.95"
+    assert browser.find_element(By.CSS_SELECTOR, ".field-threshold_source .readonly").text == "recall_preset"
+    cut = browser.find_element(By.CSS_SELECTOR, ".field-hits_before_after .readonly").text
+    assert cut == f"{event.hits_before_threshold} → 0" and event.hits_before_threshold > 0
+    shot(browser, "11-event-threshold-cut-everything")
+
+    sidebar(browser, "Settings change history")
+    change = wait(browser, ready.presence_of_element_located((By.CSS_SELECTOR, "#change-history tbody tr")))
+    assert "alice" in change.text and "Recall score threshold: 0.55 → 0.95" in " ".join(change.text.split())
+    shot(browser, "12-settings-history-who-changed-it")
+    browser.find_elements(By.CSS_SELECTOR, "#change-history tbody tr td:first-child a")[1].click()  # the version before
+    assert browser.find_element(By.ID, "id_recall_score_threshold").get_attribute("value") == "0.55"
+    browser.find_element(By.CSS_SELECTOR, "input[value=Revert]").click()
+    wait(browser, ready.presence_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    assert RetrievalSettings.objects.get(pk=1).recall_score_threshold == 0.55
+    shot(browser, "13-threshold-reverted")
+
+    browser.get(live_server.url + f"/admin/profiles/recallevent/{event.pk}/change/")
+    browser.find_element(By.ID, "replay-link").click()
+    browser.find_element(By.ID, "replay-now").click()
+    table = wait(browser, ready.presence_of_element_located((By.ID, "replay-compare")))
+    changes = [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "td:last-child")]
+    assert changes and set(changes) == {"new"}
+    assert "deploy.md" in table.text and "Deployed ovsite" in browser.find_element(By.ID, "replay-rendered").text
+    assert RecallEvent.objects.count() == 1  # the replay is not traffic
+    shot(browser, "14-replay-then-and-now")
+
+
+def test_what_did_rewrites_cost_this_week(browser, live_server, rewrites):  # noqa: F811
+    log_in(browser, live_server)
+    browser.find_element(By.LINK_TEXT, "Recall events").click()  # any page: the sidebar links the dashboards
+    sidebar(browser, "LLM cost")
+    assert len(wait(browser, charts_drawn)) == 5
+    by_purpose = browser.find_element(By.ID, "per-rewrite-purpose")
+    cells = {
+        row.get_attribute("data-key"): [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        for row in by_purpose.find_elements(By.CSS_SELECTOR, "tr[data-key]")
+    }
+    assert cells["chat"] == ["chat", "1", "1000", "10", "0.0010 USD"]
+    assert cells["coding"][:4] == ["coding", "2", "500", "20"]
+    by_model = browser.find_element(By.ID, "per-rewrite-model").text
+    assert "planner-a" in by_model and "planner-b" in by_model
+    csv_link = browser.find_element(By.ID, "csv-rewrite-purposes").get_attribute("href")
+    assert httpx.get(csv_link, cookies={c["name"]: c["value"] for c in browser.get_cookies()}).status_code == 200
+    shot(browser, "20-rewrite-cost")
+
+
+def test_the_dashboards_of_an_empty_database_say_what_will_appear(browser, live_server, seeded):
+    log_in(browser, live_server)
+    for link, name in (("Recall traffic", "30-empty-recall-traffic"), ("LLM cost", "31-empty-llm-cost")):
+        browser.get(live_server.url + "/admin/")
+        browser.find_element(By.LINK_TEXT, link).click()
+        empty = wait(browser, ready.visibility_of_element_located((By.ID, "empty-state")))
+        assert "/api/v1/search/recall" in empty.text
+        assert not browser.find_elements(By.CSS_SELECTOR, ".dashboard-chart, svg.main-svg")
+        shot(browser, name)

@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIRequestFactory
 
-from assembly.views import recall_view, run_search, search_view
+from assembly.service import run_search
+from assembly.views import recall_view, search_view
 from core.auth import authenticate_headers
 from profiles.models import RecallDaily, RecallEvent, RetrievalSettings
 from profiles.tasks import roll_up_old_recall_events
@@ -44,8 +45,9 @@ EVENT_FIELDS = (
 def corpus(api):
     api.write_all(
         {
-            "viking://~/memories/events/2026/11/30/deploy.md": "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n"
-            + "Canary first. " * 60,
+            "viking://~/memories/events/2026/11/30/deploy.md": (
+                "# Summary\nDeployed ovsite 0.3 to production on Nov 30.\n\n# Details\n" + "Canary first. " * 60
+            ),
             "viking://~/memories/preferences/reports.md": "Prefers reports that lead with the conclusion.",
             "viking://~/memories/entities/caddy.md": "Caddy fronts the RTMP ingest on port 1935.",
             "viking://resources/runbooks/restart.md": "# Restart the workers\nsystemctl restart ovsite-worker",

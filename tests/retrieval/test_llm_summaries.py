@@ -1,4 +1,4 @@
-"""LLM-written abstracts and overviews on the write path (DESIGN.md §6), and the deterministic fallback."""
+"""LLM-written abstracts and overviews on the write path (docs/design.md §6), and the deterministic fallback."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""The real `openviking-sdk` client against a live ovsite server: the wire contract, end to end (DESIGN.md §4, §7)."""
+"""The real `openviking-sdk` client against a live ovsite server: the wire contract, end to end
+(docs/design.md §4, §7)."""
 
 import pytest
 from django.test import override_settings

@@ -52,7 +52,10 @@ def _partitions_of_each_node() -> dict[str, list[str]]:
             f'SELECT "retrieval_context"."uri", {matches} FROM "retrieval_context" '
             'WHERE "retrieval_context"."embedding" IS NOT NULL'
         )
-        return {uri: [name for name, hit in zip(SEARCH_PARTITIONS, hits) if hit] for uri, *hits in cursor.fetchall()}
+        return {
+            uri: [name for name, hit in zip(SEARCH_PARTITIONS, hits, strict=True) if hit]
+            for uri, *hits in cursor.fetchall()
+        }
 
 
 def test_every_searchable_node_is_in_one_bucket_the_uri_rules_predict(corpus):

@@ -86,7 +86,7 @@ def test_each_character_falls_into_its_class(char, expected):
 
 
 def test_classes_of_a_mixed_string_are_counted_separately():
-    counts = dict(zip(CLASSES, class_counts("Hi 你好，こんにちは 😀\n")))
+    counts = dict(zip(CLASSES, class_counts("Hi 你好，こんにちは 😀\n"), strict=True))
     assert {k: v for k, v in counts.items() if v} == {
         "letter": 1,
         "english_letter": 1,
@@ -423,7 +423,7 @@ def test_the_estimate_is_additive_within_rounding(profile, a, b):
     the seam counts once in the whole but in both parts, so the parts' sum exceeds the whole by at most one token of
     rounding plus that run's weight, rounded up; it falls short of the whole only where the seam cuts a digraph
     (c|h), by that digraph's weight, rounded up."""
-    weights = dict(zip(FEATURES, PROFILES[profile].weights))
+    weights = dict(zip(FEATURES, PROFILES[profile].weights, strict=True))
     run_weight = max(weights["number"], weights["punct_run"])
     shortfall = -(-weights["digraph"] // 1000) if (a[-1:] + b[:1]) in DIGRAPHS else 0
     slack = estimate_tokens(a, profile) + estimate_tokens(b, profile) - estimate_tokens(a + b, profile)

@@ -1,5 +1,5 @@
-"""Session commit (DESIGN.md §6): archive into archive_overview, memory extraction with an LLM, over HTTP and the SDK,
-with the fake OpenAI server for the LLM and the real store and embedder."""
+"""Session commit (docs/design.md §6): archive into archive_overview, memory extraction with an LLM, over HTTP and
+the SDK, with the fake OpenAI server for the LLM and the real store and embedder."""
 
 import json
 import re

@@ -1,4 +1,4 @@
-"""Peers (DESIGN.md §3, RFC §3.2, §3.6): memories carry the peer that produced them — from the actor peer header of
+"""Peers (docs/design.md §3, RFC §3.2, §3.6): memories carry the peer that produced them — from the actor peer header of
 a content write, from the messages of a session commit — and context mode and bootstrap read it: `peer_scope`,
 `other_peer_penalty` and the working state's peer:user split. Real store, real embedder, the fake LLM for
 extraction."""
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from profiles.models import RetrievalSettings
 from retrieval.models import Context
-from tests.ovsite.test_mcp import live_url, mcp_session  # noqa: F401 (live_url: a fixture)
+from tests.mcp_server.test_mcp import mcp_session
 
 SEARCH = "/api/v1/search/search"
 EVENTS = "viking://~/memories/events/2026/12/01"
@@ -99,7 +99,7 @@ def commit_with_peers(api, fake_llm, peers: tuple[str | None, str | None], **hea
     )
     messages = [
         {"role": role, "content": text, **({"peer_id": peer} if peer is not None else {})}
-        for (role, text), peer in zip(TALK, peers)
+        for (role, text), peer in zip(TALK, peers, strict=True)
     ]
     status, body = api.post("/api/v1/sessions/s/messages/batch", {"messages": messages})
     assert status == 200, body
@@ -121,7 +121,7 @@ def test_messages_without_a_peer_take_the_commit_requests_actor_peer(api, fake_l
     assert commit_with_peers(api, fake_llm, (None, None), **BOT_B) == "bot-b"
 
 
-def test_the_mcp_remember_tool_commits_with_its_actor_peer(api, fake_llm, live_url):  # noqa: F811 (the fixture)
+def test_the_mcp_remember_tool_commits_with_its_actor_peer(api, fake_llm, live_url):
     fake_llm.script.chat = lambda body: (
         json.dumps({"memories": [RELEASE]})
         if "extract long-term memories" in body["messages"][0]["content"]

@@ -1,4 +1,5 @@
-"""Sessions, messages and the recall ledger (DESIGN.md §3, §4, §5 "Dedup"), over HTTP and through the real SDK."""
+"""Sessions, messages and the recall ledger (docs/design.md §3–4 and docs/assembly.md "Cross-turn dedup"), over HTTP
+and through the real SDK."""
 
 import logging
 import threading

@@ -75,7 +75,7 @@ class Command(BaseCommand):
             rows += [] if users else [(name, "-", "-", "0", "")]
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
-            self.stdout.write("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip())
+            self.stdout.write("  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip())
 
     def rotate_key(self, *, account, user, **_):
         rotated = accounts.rotate_key(account_name=_id(account), user_id=_id(user))

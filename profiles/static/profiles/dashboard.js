@@ -1,10 +1,20 @@
-// Draws the charts that profiles/dashboards.py describes, with the vendored plotly.js (profiles/static/plotly/).
+// Draws the charts that profiles/dashboards.py describes, with the vendored plotly.js (profiles/static/plotly/), in
+// the admin's colours (its CSS variables), so the charts read the same in light and dark mode.
 document.addEventListener("DOMContentLoaded", function () {
-  var charts = JSON.parse(document.getElementById("dashboard-charts").textContent);
+  var data = document.getElementById("dashboard-charts");
+  if (!data) return;  // the empty state draws nothing
+  var charts = JSON.parse(data.textContent);
+  var style = getComputedStyle(document.documentElement);
+  var colour = function (name) { return style.getPropertyValue(name).trim(); };
+  var grid = colour("--hairline-color");
   document.querySelectorAll("[data-chart]").forEach(function (element) {
     var chart = charts[Number(element.dataset.chart)];
-    var layout = Object.assign({title: {text: chart.title}, margin: {t: 48, r: 16, b: 48, l: 64},
-                                legend: {orientation: "h"}}, chart.layout);
+    var layout = Object.assign({margin: {t: 40, r: 16, b: 56, l: 64},
+                                legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
+                                paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+                                font: {color: colour("--body-fg")}}, chart.layout);
+    layout.xaxis = Object.assign({gridcolor: grid}, layout.xaxis);
+    layout.yaxis = Object.assign({gridcolor: grid, zerolinecolor: grid}, layout.yaxis);
     Plotly.newPlot(element, chart.traces, layout, {displayModeBar: false, responsive: true});
   });
 });

@@ -1,63 +1,49 @@
-"""The MCP endpoint (`/mcp`, streamable HTTP, the official `mcp` SDK): agent tools over the service functions the
-REST views call — each tool builds the REST request body, so the same serializers validate it and the same
-service answers. `find`, `search` and `recall` take their REST route's body as it is: their input schema is the
-REST serializer's (as drf-spectacular writes it for /api/schema/) and the serializer alone validates, so bad input
-is the REST error envelope, as a tool error. Context tools return the `rendered` text (the digest when one was
-written), `recall` with the deprecated v1 aliases it was given in `_meta`; the others compact JSON. Auth is the
-REST API keys' (`core.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer` names the
-actor peer as on REST. Each tool call counts against its key's rate limit, on the REST throttle's own counter
-(profiles/throttling.py), and in the request metrics as route `mcp:<tool>` (core/metrics.py); an assembly's recall
-event names its endpoint `mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). Each HTTP request to
-/mcp, refused or not, has a request id and is counted as route `/mcp`, as a REST request is by Django's middleware.
+"""The MCP tools, over the service functions the REST views call. `find`, `search` and `recall` take their REST
+route's body as it is: their input schema is the REST serializer's (mcp_server/schemas.py) and the serializer alone
+validates, so bad input is the REST error envelope, as a tool error. The other tools build their REST request's
+parts and validate them with the same serializers. Context tools return the `rendered` text (the digest when one was
+written), `recall` with the deprecated v1 aliases it was given in `_meta`; the others compact JSON.
 
-The ORM is synchronous: every tool and the auth check run in Django's thread-sensitive executor, as Django runs
-sync views under ASGI, with the same connection housekeeping around them.
+Each tool call counts against its key's rate limit, on the REST throttle's own counter (profiles/throttling.py), and
+in the request metrics as route `mcp:<tool>` (core/metrics.py); an assembly's recall event names its endpoint
+`mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). The caller, its key and the actor peer come in
+the request's state from mcp_server/app.py.
+
+The ORM is synchronous: every tool runs in Django's thread-sensitive executor, as Django runs sync views under ASGI,
+with the same connection housekeeping around it.
 """
 
 import json
 import math
 import time
 import uuid
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import close_old_connections
-from django.urls import path
-from django_guid.config import settings as guid_settings
-from django_guid.context import guid
-from django_guid.utils import get_id_from_header
-from drf_spectacular.drainage import GENERATOR_STATS
-from drf_spectacular.generators import SchemaGenerator
-from drf_spectacular.settings import patched_settings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
-from starlette.applications import Starlette
-from starlette.datastructures import Headers, MutableHeaders
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
 
-from assembly.views import run_recall, run_search, search_view
+from assembly.requests import SearchRequest
+from assembly.service import run_recall, run_search
 from core.api import parse
-from core.auth import Caller, authenticate_headers, require_account_caller
+from core.auth import Caller
 from core.envelope import error_envelope
 from core.errors import InvalidArgument, ResourceExhausted
 from core.metrics import record_request
+from mcp_server import MCP_PATH
+from mcp_server.schemas import request_schema
 from profiles.throttling import admit_key
 from retrieval import selectors
+from retrieval.requests import FindRequest, LsParams, find_query_from
 from retrieval.search.find import find as find_hits
-from retrieval.views import FindRequest, LsParams, find_query_from, find_view
-from sessions_app import commit, services
-from sessions_app.views import BatchMessagesRequest, CommitRequest, SessionPath
+from sessions_app import services
+from sessions_app.requests import BatchMessagesRequest, CommitRequest, parse_session_id
 
-MCP_PATH = "/mcp"
 DEPRECATED_META = "ovsite/deprecated"  # the recall tool's `_meta` key naming the v1 aliases a call used
 READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
 INSTRUCTIONS = (
@@ -67,7 +53,8 @@ INSTRUCTIONS = (
 )
 
 
-def _in_django(function, *args, **kwargs):
+def in_django(function, *args, **kwargs):
+    """`function` as Django runs a request: stale connections closed before and after."""
     close_old_connections()
     try:
         return function(*args, **kwargs)
@@ -115,7 +102,7 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     state = _state(ctx)
     started = time.perf_counter()
     try:
-        answer = await sync_to_async(_in_django, thread_sensitive=True)(
+        answer = await sync_to_async(in_django, thread_sensitive=True)(
             _admitted, function, key=state.ovsite_key, caller=state.ovsite_caller, **kwargs
         )
     except Exception as exc:
@@ -163,7 +150,7 @@ def _ls(*, caller: Caller, body: dict) -> str:
         caller=caller,
         uri=params["uri"],
         recursive=params["recursive"],
-        node_limit=params.get("limit") or params["node_limit"],
+        node_limit=params["node_limit"],
         offset=params["offset"],
         abs_limit=params["abs_limit"],
     )
@@ -173,13 +160,16 @@ def _ls(*, caller: Caller, body: dict) -> str:
 def _remember(
     *, caller: Caller, session_id: str | None, messages: list, keep_recent_count: int, actor_peer: str
 ) -> str:
-    session_id = parse(SessionPath, {"session_id": session_id or uuid.uuid4().hex})["session_id"]
+    session_id = parse_session_id(session_id or uuid.uuid4().hex)
     parsed = parse(BatchMessagesRequest, {"messages": messages})["messages"]
     keep = parse(CommitRequest, {"keep_recent_count": keep_recent_count})["keep_recent_count"]
-    services.add_messages(caller=caller, session_id=session_id, messages=[services.message_from(**m) for m in parsed])
     return _compact(
-        commit.commit_session(
-            caller=caller, session_id=session_id, keep_recent_count=keep, event_tags=[], actor_peer=actor_peer
+        services.remember(
+            caller=caller,
+            session_id=session_id,
+            messages=[services.message_from(**m) for m in parsed],
+            keep_recent_count=keep,
+            actor_peer=actor_peer,
         )
     )
 
@@ -192,40 +182,6 @@ class RequestBody(ArgModelBase):
 
     def model_dump_one_level(self) -> dict:
         return {"body": dict(self.model_extra or {})}
-
-
-def _inlined(node, components: dict):
-    """A schema with its `#/components/schemas/…` references replaced by what they name: a tool's input schema
-    stands alone."""
-    if isinstance(node, dict):
-        if "$ref" in node:
-            return _inlined(components[node["$ref"].rsplit("/", 1)[1]], components)
-        return {key: _inlined(value, components) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_inlined(item, components) for item in node]
-    return node
-
-
-def request_schemas() -> dict[str, dict]:
-    """The JSON schemas of the /find and /search request bodies, from the REST views' serializers, as
-    drf-spectacular writes them for /api/schema/ (OpenAPI 3.1: its schemas are JSON Schema)."""
-    routes = {"find": find_view, "search": search_view}
-    with patched_settings({"OAS_VERSION": "3.1.0"}), GENERATOR_STATS.silence():
-        schema = SchemaGenerator(patterns=[path(name, view) for name, view in routes.items()]).get_schema(
-            request=None, public=True
-        )
-    components = schema["components"]["schemas"]
-    bodies = {
-        name: _inlined(
-            schema["paths"][f"/{name}"]["post"]["requestBody"]["content"]["application/json"]["schema"], components
-        )
-        for name in routes
-    }
-    # the serializer's docstring is for developers; an unknown field is a 422, as on REST
-    return {
-        name: {**{k: v for k, v in body.items() if k != "description"}, "additionalProperties": False}
-        for name, body in bodies.items()
-    }
 
 
 def _without(schema: dict, *fields: str) -> dict:
@@ -282,7 +238,8 @@ def _body_tools(schemas: dict[str, dict]) -> list[Tool]:
 
 
 def build_server() -> MCPServer:
-    server = MCPServer("ovsite", instructions=INSTRUCTIONS, tools=_body_tools(request_schemas()))
+    schemas = {"find": request_schema(FindRequest), "search": request_schema(SearchRequest)}
+    server = MCPServer("ovsite", instructions=INSTRUCTIONS, tools=_body_tools(schemas))
 
     @server.tool(
         description='The session-start context (/search mode="bootstrap"): instructions, the user\'s '
@@ -337,118 +294,3 @@ def build_server() -> MCPServer:
         )
 
     return server
-
-
-def _authenticate(headers: Headers, remote_addr: str) -> tuple[Caller, str | None]:
-    """The caller and the key it presented (None for the keyless dev caller, whom the rate limit does not count)."""
-    caller, key = authenticate_headers(headers, remote_addr) or (None, None)
-    return require_account_caller(caller), key
-
-
-class ApiKeyMiddleware:
-    """Refuses an HTTP request to /mcp as the REST API would (401/403 with the error envelope); otherwise the
-    caller rides in the ASGI scope's state to the tools."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        client = scope.get("client") or ("",)
-        headers = Headers(scope=scope)
-        try:
-            caller, key = await sync_to_async(_in_django, thread_sensitive=True)(_authenticate, headers, client[0])
-        except Exception as exc:
-            status, body = error_envelope(exc)
-            await JSONResponse(
-                body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None
-            )(scope, receive, send)
-            return
-        scope = {
-            **scope,
-            "state": {
-                **scope.get("state", {}),
-                "ovsite_caller": caller,
-                "ovsite_key": key,
-                "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", ""),
-            },
-        }
-        await self.app(scope, receive, send)
-
-
-class RequestIdAndMetricsMiddleware:
-    """An HTTP request to /mcp gets what Django's first two middlewares give a REST request (settings.MIDDLEWARE):
-    a request id by django-guid's own rule (an incoming UUID `X-Request-ID` kept, otherwise a new one), in its
-    context variable for the log lines and in the answer's `X-Request-ID`; and one count and time in the request
-    metrics as route `/mcp`, whatever the JSON-RPC method, ApiKeyMiddleware's refusals included. The tools' log
-    lines have the id too: the SDK starts its per-request task from this one, and sync_to_async copies the context
-    into Django's thread."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        started = time.perf_counter()
-        request_id = get_id_from_header(Request(scope))
-        token = guid.set(request_id)
-        status, recorded = 500, False  # 500: raised before answering, Starlette's error handler answers
-
-        def record():
-            nonlocal recorded
-            if not recorded:
-                recorded = True
-                record_request(
-                    route=MCP_PATH,
-                    method=scope["method"],
-                    path=MCP_PATH,
-                    status=status,
-                    elapsed_s=time.perf_counter() - started,
-                )
-
-        async def send_with_id(message):
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                if guid_settings.return_header:
-                    headers = MutableHeaders(scope=message)
-                    headers[guid_settings.guid_header_name] = request_id
-                    if guid_settings.expose_header:
-                        headers["Access-Control-Expose-Headers"] = guid_settings.guid_header_name
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                record()  # before the last bytes leave, as on REST: a client holding its answer finds it counted
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            record()  # if the answer was not completed (an error, a client gone)
-            guid.reset(token)
-
-
-def _transport_security() -> TransportSecuritySettings:
-    """DNS-rebinding protection with Django's ALLOWED_HOSTS, so /mcp accepts the hosts the rest of the site does."""
-    hosts = [host for host in settings.ALLOWED_HOSTS if host != "testserver"]
-    if "*" in hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        allowed_hosts=[pattern for host in hosts for pattern in (host, f"{host}:*")],
-        allowed_origins=[
-            f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https") for port in ("", ":*")
-        ],
-    )
-
-
-def build_application(django_app) -> Starlette:
-    """The ASGI app: /mcp to the MCP server (stateless streamable HTTP with JSON answers, so any worker can take
-    any request), everything else to Django. A new MCP server each call: its session manager runs once."""
-    server = build_server()
-    mcp_app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=_transport_security()
-    )
-
-    @asynccontextmanager
-    async def lifespan(_app):
-        async with server.session_manager.run():
-            yield
-
-    mcp_endpoint = RequestIdAndMetricsMiddleware(ApiKeyMiddleware(mcp_app))
-    return Starlette(routes=[Route(MCP_PATH, endpoint=mcp_endpoint), Mount("/", app=django_app)], lifespan=lifespan)
