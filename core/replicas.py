@@ -85,7 +85,8 @@ class ReadScope:
     """One replica-eligible request: who calls, what it wrote, and where its reads go (chosen at the first)."""
 
     identity: str
-    primary_lsn: str | None = None  # the primary's WAL flush position as the scope opened, when a lag is due
+    # (when read, the primary's WAL flush position) as the scope opened, when a replica's lag is due
+    primary_position: tuple[float, str] | None = None
     written: set[str] = field(default_factory=set)  # labels of the models the request wrote
     alias: str | None = None
     replica_read: bool = False
@@ -206,13 +207,14 @@ def _choose(scope: ReadScope) -> str:
         return DEFAULT_DB_ALIAS
     start = random.randrange(len(aliases))  # spreads the requests over the replicas
     for alias in aliases[start:] + aliases[:start]:
-        if _usable(alias, scope.primary_lsn):
+        if _usable(alias, scope.primary_position):
             return alias
     return DEFAULT_DB_ALIAS
 
 
 _down_until: dict[str, float] = {}  # alias → monotonic time until which it is skipped (per process)
 _lag_read: dict[str, tuple[float, float]] = {}  # alias → (when measured, seconds behind the primary)
+_caught_up_at: dict[str, float] = {}  # alias → when the primary was at a position the replica has since replayed
 
 
 def _lag_due(alias: str, now: float) -> bool:
@@ -220,26 +222,27 @@ def _lag_due(alias: str, now: float) -> bool:
     return read is None or now - read[0] >= LAG_CHECK_SECONDS
 
 
-def _primary_position_if_due() -> str | None:
-    """The primary's WAL flush position, when a replica's lag is due to be measured again (at most once a second
-    per process); None otherwise, or when the primary fails here (the request then fails on it as it would)."""
+def _primary_position_if_due() -> tuple[float, str] | None:
+    """(now, the primary's WAL flush position), when a replica's lag is due to be measured again (at most once a
+    second per process); None otherwise, or when the primary fails here (the request then fails on it as it
+    would)."""
     now = time.monotonic()
     if not any(_lag_due(alias, now) for alias in replica_aliases()):
         return None
     with suppress(DatabaseError):
-        return _primary_flush_lsn()
+        return now, _primary_flush_lsn()
     return None
 
 
-def _usable(alias: str, primary_lsn: str | None) -> bool:
+def _usable(alias: str, primary_position: tuple[float, str] | None) -> bool:
     now = time.monotonic()
     if _down_until.get(alias, 0.0) > now:
         return False
     read = _lag_read.get(alias)
     due = _lag_due(alias, now)
-    if due and primary_lsn is None:
+    if due and primary_position is None:
         # Read on the primary and outside the try: a primary that fails fails the request, whatever the replica.
-        primary_lsn = _primary_flush_lsn()
+        primary_position = now, _primary_flush_lsn()
     connection = connections[alias]
     try:
         # A connection kept from an earlier request is checked first: a replica that died since then is noticed
@@ -247,7 +250,7 @@ def _usable(alias: str, primary_lsn: str | None) -> bool:
         connection.close_if_health_check_failed()
         connection.ensure_connection()
         if due:
-            read = _lag_read[alias] = (now, _replica_lag(connection, primary_lsn))
+            read = _lag_read[alias] = (now, _replica_lag(connection, *primary_position))
     except DatabaseError as error:
         _down_until[alias] = now + settings.OVSITE_REPLICA_DOWN_SECONDS
         _lag_read.pop(alias, None)
@@ -272,9 +275,13 @@ def _primary_flush_lsn() -> str:
         return cursor.fetchone()[0]
 
 
-def _replica_lag(connection, primary_lsn: str) -> float:
-    """Seconds the replica is behind: 0 once it has replayed the primary's WAL up to `primary_lsn`, else the age
-    of the last transaction it replayed. Not a standby (promoted, or the primary itself): never current."""
+def _replica_lag(connection, read_at: float, primary_lsn: str) -> float:
+    """How old, at most, the oldest change the replica lacks is, in seconds: 0 once it has replayed the primary's WAL
+    up to `primary_lsn` (the primary's position at `read_at`), else the lesser of two bounds: the age of the last
+    transaction it replayed, and the time since the primary was at a position it has replayed. The second keeps a
+    replica a few milliseconds behind in use when WAL without a transaction (a checkpoint, a vacuum) follows a quiet
+    spell, and a replica that stopped replaying grows out of both. Not a standby (promoted, or the primary itself):
+    never current."""
     with connection.cursor() as cursor:
         cursor.execute(LAG_SQL, [primary_lsn])
         in_recovery, unreplayed_bytes, replay_age_s = cursor.fetchone()
@@ -284,5 +291,7 @@ def _replica_lag(connection, primary_lsn: str) -> float:
         )
         return math.inf
     if unreplayed_bytes is not None and unreplayed_bytes <= 0:
+        _caught_up_at[connection.alias] = read_at
         return 0.0
-    return replay_age_s if replay_age_s is not None else math.inf
+    since_caught_up = time.monotonic() - _caught_up_at.get(connection.alias, -math.inf)
+    return min(replay_age_s if replay_age_s is not None else math.inf, since_caught_up)

@@ -138,6 +138,7 @@ class RetrievalSettingsAdmin(HistoryAdmin):
                     "bootstrap_instructions_share",
                     "bootstrap_working_state_days",
                     "bootstrap_working_state_max",
+                    "bootstrap_working_state_peer_share",
                     "bootstrap_continuity_max",
                     "bootstrap_listing_max",
                 ]

@@ -104,12 +104,14 @@ class Context(models.Model):
         constraints = [models.UniqueConstraint(fields=["account", "uri"], name="context_account_uri_unique")]
         indexes = [
             models.Index(fields=["account", "state"], name="context_account_state"),
-            # Whether a quota bucket has any node at all, before its HNSW scan (assembly.candidates); and a bucket's
-            # newest first, as bootstrap's working state reads its events (assembly.bootstrap).
+            # Whether a quota bucket has any node at all, before its HNSW scan (the gate of
+            # retrieval.search.statements.nearest_select); and a bucket's newest first, as bootstrap's working state
+            # reads its events (retrieval.search.bootstrap.newest_events).
             models.Index(
                 fields=["account", "context_type", "category", "-updated_at", "uri"], name="context_account_bucket"
             ),
-            # The newest nodes first, as bootstrap's listing reads them: without it every visible row is sorted.
+            # The newest nodes first, as bootstrap's listing reads them (retrieval.search.bootstrap.newest_files):
+            # without it every visible row is sorted.
             models.Index(fields=["account", "-updated_at", "uri"], name="context_account_updated"),
             # Prefix scans (`uri LIKE 'viking://…/%'`) for target_uri, ls -r and rm -r.
             models.Index(

@@ -100,6 +100,28 @@ def test_a_settings_change_applies_to_the_next_request_and_is_in_the_history(ope
     assert "Default max tokens" in entry.get_change_message()
 
 
+def test_every_settings_knob_is_on_the_change_form_and_saves(operator):
+    """The admin lists the form's fields by fieldset: a field left out of them is not on the page, and a post that
+    sends it is saved without it, silently."""
+    page = operator.get(change_url(settings_row()))
+    adminform = page.context["adminform"]
+    knobs = {field.name for field in RetrievalSettings._meta.concrete_fields} - {"id"}
+    missing = knobs - set(adminform.form.fields) - set(adminform.readonly_fields)
+    assert not missing, f"settings fields in no fieldset of profiles/admin.py: {sorted(missing)}"
+    assert 'name="bootstrap_working_state_peer_share"' in page.content.decode()
+
+    too_high = form_data(settings_row(), bootstrap_working_state_peer_share="1.5")
+    assert (
+        "bootstrap_working_state_peer_share"
+        in operator.post(change_url(settings_row()), too_high).context["adminform"].form.errors
+    )
+    response = operator.post(
+        change_url(settings_row()), form_data(settings_row(), bootstrap_working_state_peer_share=0.6)
+    )
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert settings_row().bootstrap_working_state_peer_share == 0.6
+
+
 def test_reset_to_rfc_defaults_restores_every_knob_and_is_logged(operator):
     RetrievalSettings.objects.filter(pk=1).update(
         default_max_tokens=900, recall_score_threshold=0.9, max_expansion_queries=1
