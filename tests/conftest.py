@@ -18,7 +18,7 @@ from tests import live, servers
 # the suite's (seeded, api, operator...), depends on django_db_setup, and so marks every test that uses it.
 DATABASE_FIXTURES = frozenset({"django_db_setup", "live_server"})
 SERVER_FIXTURES = frozenset({"live_server", "live_url", "fake_openai"})
-BROWSER_FIXTURES = frozenset({"browser"})  # headless Chromium (tests/profiles/test_console_browser.py)
+BROWSER_FIXTURES = frozenset({"browser"})  # headless Chromium (tests/browser.py)
 # A module holding one of these starts server processes itself (tests/live.py, tests/servers.py): seconds a test.
 SERVER_STARTERS = (
     live.Process,

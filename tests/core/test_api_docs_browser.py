@@ -4,23 +4,18 @@ offline and asks no other host for anything. Headless Chromium driven by Seleniu
 tests/profiles/test_console_browser.py; the screenshot goes to tests/artefacts/ (git-ignored)."""
 
 import json
-import shutil
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.browser import ARTEFACTS, chromium
 from tests.live import child_env, database_env, start_asgi
 
-ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts"
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SEARCH_OPERATIONS = ("search_find", "search_search", "search_recall")
 
 
@@ -35,21 +30,7 @@ def server(django_db_setup, tmp_path_factory):
 
 @pytest.fixture
 def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.fail("chromium and chromium-driver are missing: `make test` installs them (make browser)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1800",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # every request the page makes
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    ARTEFACTS.mkdir(exist_ok=True)
+    driver = chromium(network_log=True)
     yield driver
     driver.quit()
 

@@ -5,9 +5,7 @@ did rewrites cost."""
 
 import datetime as dt
 import json
-import shutil
 from decimal import Decimal
-from pathlib import Path
 
 import httpx
 import pytest
@@ -15,49 +13,23 @@ from django.contrib.auth.models import User
 from django.db.models import Sum
 from django.test import Client
 from django.utils import timezone
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from core.models import Account, ApiKey, hash_key
 from profiles.models import LLMUsage, ModelPrice, RecallEvent, RetrievalSettings
+from tests.browser import chromium, shot, wait
 from tests.profiles.test_console_admin import change_url, form_data
 from tests.profiles.test_dashboards import rewrites  # noqa: F401 (a fixture)
 from tests.profiles.test_recall_tracing import QUERY, corpus  # noqa: F401 (a fixture)
 
-ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts"
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
 
 @pytest.fixture
 def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.fail("chromium and chromium-driver are missing: `make test` installs them (make browser)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1800",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(0)
-    ARTEFACTS.mkdir(exist_ok=True)
+    driver = chromium()
     yield driver
     driver.quit()
-
-
-def wait(driver, condition, timeout: float = 30):
-    return WebDriverWait(driver, timeout).until(condition)
-
-
-def shot(driver, name: str) -> None:
-    driver.save_screenshot(str(ARTEFACTS / f"{name}.png"))
 
 
 @pytest.fixture

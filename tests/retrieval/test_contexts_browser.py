@@ -9,8 +9,9 @@ from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import Select
 
 from retrieval.models import Context
+from tests.browser import shot, wait
 from tests.conftest import hit_uris
-from tests.profiles.test_console_browser import browser, log_in, shot, wait  # noqa: F401 (browser: a fixture)
+from tests.profiles.test_console_browser import browser, log_in  # noqa: F401 (browser: a fixture)
 from tests.retrieval.test_contexts_admin import BILLING, KAFKA, TEA, VACUUM, store  # noqa: F401 (store: a fixture)
 
 
