@@ -3,9 +3,9 @@
 `DATABASE_REPLICA_URLS` names streaming standbys of the primary (`DATABASE_URL`); settings make each one a database
 alias, `replica_0`, `replica_1`, …, with the primary's connection options (`replica_databases`). A read goes to a
 replica only inside a replica-eligible scope: `ReplicaMiddleware` opens one around the search routes
-(settings.REPLICA_READ_PATHS), `replica_reads` around any other search (an MCP tool). In a scope `ReplicaRouter` sends
-the ORM's reads of the searched apps (settings.REPLICA_READ_APPS) to the scope's replica, and `read_connection()`
-gives the search's raw SQL the same connection.
+(settings.REPLICA_READ_PATHS), `route_reads` around an MCP tool as around its REST twin, `replica_reads` around any
+other search. In a scope `ReplicaRouter` sends the ORM's reads of the searched apps (settings.REPLICA_READ_APPS) to
+the scope's replica, and `read_connection()` gives the search's raw SQL the same connection.
 
 The primary serves everything else: every write, a read inside a transaction, a read of a model the request itself
 wrote, every read of a caller that wrote within OVSITE_REPLICA_STICKY_SECONDS (read-after-write, remembered in the
@@ -112,6 +112,20 @@ def replica_reads(identity: str) -> Iterator[ReadScope]:
         _scope.reset(token)
         if scope.written:
             note_write(identity)
+
+
+@contextmanager
+def route_reads(identity: str, method: str, path: str) -> Iterator[ReadScope | None]:
+    """What ReplicaMiddleware does around a request to `method path`, for work that answers as that route outside
+    Django's middleware (an MCP tool): a search route's work in a replica-eligible scope (yielded); any other work
+    by an unsafe method that completes without raising makes its caller read the primary for the sticky window."""
+    if path in settings.REPLICA_READ_PATHS:
+        with replica_reads(identity) as scope:
+            yield scope
+        return
+    yield None
+    if method not in SAFE_METHODS:
+        note_write(identity)
 
 
 def read_alias() -> str:

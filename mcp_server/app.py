@@ -1,7 +1,8 @@
 """The ASGI application of the MCP endpoint: /mcp to the MCP server (mcp_server/tools.py), everything else to Django.
 Auth is the REST API keys' (`core.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer`
-names the actor peer as on REST. Each HTTP request to /mcp, refused or not, has a request id and is counted as route
-`/mcp`, as a REST request is by Django's middleware.
+names the actor peer as on REST, and the caller's read-after-write identity is REST's (`core.replicas`). Each HTTP
+request to /mcp, refused or not, has a request id and is counted as route `/mcp`, as a REST request is by Django's
+middleware.
 """
 
 import time
@@ -22,6 +23,7 @@ from starlette.routing import Mount, Route
 from core.auth import Caller, authenticate_headers, require_account_caller
 from core.envelope import error_envelope
 from core.metrics import record_request
+from core.replicas import caller_identity
 from mcp_server import MCP_PATH
 from mcp_server.tools import build_server, in_django
 
@@ -34,7 +36,8 @@ def _authenticate(headers: Headers, remote_addr: str) -> tuple[Caller, str | Non
 
 class ApiKeyMiddleware:
     """Refuses an HTTP request to /mcp as the REST API would (401/403 with the error envelope); otherwise the
-    caller rides in the ASGI scope's state to the tools."""
+    caller rides in the ASGI scope's state to the tools, with the identity REST's ReplicaMiddleware gives the same
+    request, so a REST write and an MCP read by one key (or the other way round) are read-after-write."""
 
     def __init__(self, app):
         self.app = app
@@ -50,6 +53,7 @@ class ApiKeyMiddleware:
                 body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None
             )(scope, receive, send)
             return
+        identity = caller_identity(headers, client[0], Request(scope).cookies.get(settings.SESSION_COOKIE_NAME, ""))
         scope = {
             **scope,
             "state": {
@@ -57,6 +61,7 @@ class ApiKeyMiddleware:
                 "ovsite_caller": caller,
                 "ovsite_key": key,
                 "ovsite_actor_peer": headers.get("X-OpenViking-Actor-Peer", ""),
+                "ovsite_identity": identity,
             },
         }
         await self.app(scope, receive, send)

@@ -6,8 +6,12 @@ written), `recall` with the deprecated v1 aliases it was given in `_meta`; the o
 
 Each tool call counts against its key's rate limit, on the REST throttle's own counter (profiles/throttling.py), and
 in the request metrics as route `mcp:<tool>` (core/metrics.py); an assembly's recall event names its endpoint
-`mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). The caller, its key and the actor peer come in
-the request's state from mcp_server/app.py.
+`mcp:<tool>` too (`mcp:bootstrap` for a bootstrap by either tool). The caller, its key, its read-after-write identity
+and the actor peer come in the request's state from mcp_server/app.py.
+
+A tool reads a replica when its REST twin's route does, and marks its caller for read-after-write when that route
+would (`core.replicas.route_reads`, docs/operations.md "Read replicas"); a successful replica-eligible call names
+the server that served its reads in `_meta` as `ovsite/served_by`, where REST answers `X-Ovsite-Served-By`.
 
 The ORM is synchronous: every tool runs in Django's thread-sensitive executor, as Django runs sync views under ASGI,
 with the same connection housekeeping around it.
@@ -35,6 +39,7 @@ from core.auth import Caller
 from core.envelope import error_envelope
 from core.errors import InvalidArgument, ResourceExhausted
 from core.metrics import record_request
+from core.replicas import route_reads
 from mcp_server import MCP_PATH
 from mcp_server.schemas import request_schema
 from profiles.throttling import admit_key
@@ -45,6 +50,18 @@ from sessions_app import services
 from sessions_app.requests import BatchMessagesRequest, CommitRequest, parse_session_id
 
 DEPRECATED_META = "ovsite/deprecated"  # the recall tool's `_meta` key naming the v1 aliases a call used
+SERVED_BY_META = "ovsite/served_by"  # `primary` or the replica's alias, as REST's X-Ovsite-Served-By
+# Each tool's REST twin (method, path): its route decides the tool's replica reads and read-after-write.
+FIND_ROUTE = ("POST", "/api/v1/search/find")
+SEARCH_ROUTE = ("POST", "/api/v1/search/search")
+RECALL_ROUTE = ("POST", "/api/v1/search/recall")
+READ_ROUTES = {
+    "abstract": ("GET", "/api/v1/content/abstract"),
+    "overview": ("GET", "/api/v1/content/overview"),
+    "full": ("GET", "/api/v1/content/read"),
+}
+LS_ROUTE = ("GET", "/api/v1/fs/ls")
+REMEMBER_ROUTE = ("POST", "/api/v1/sessions/<session_id>/commit")
 READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
 INSTRUCTIONS = (
     "ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
@@ -75,15 +92,6 @@ def _state(ctx: Context):
     return ctx.request_context.request.state
 
 
-def _admitted(function, *, key: str | None, **kwargs):
-    """The tool body, once the key's rate limit lets the call through."""
-    wait = admit_key(key)
-    if wait is not None:
-        retry_after = max(1, math.ceil(wait))
-        raise ResourceExhausted(f"rate limited, retry after {retry_after} s", {"retry_after_s": retry_after})
-    return function(**kwargs)
-
-
 @dataclass(frozen=True)
 class Answer:
     """A tool body's text, with `_meta` for the client rather than the model (a body may return the text alone)."""
@@ -92,9 +100,25 @@ class Answer:
     meta: dict | None = None
 
 
-async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
-    """Runs a tool body with the request's caller; an error becomes a tool error whose text is the REST answer's
-    envelope (`{"status": "error", "error": {code, message, details}}`), unprefixed, so a client can parse it.
+def _admitted(function, *, key: str | None, identity: str, route: tuple[str, str], **kwargs) -> Answer:
+    """The tool body, once the key's rate limit lets the call through, its reads routed as its REST twin's. The
+    replica scope opens before the rate-limit counter is written, as ReplicaMiddleware's does."""
+    with route_reads(identity, *route) as scope:
+        wait = admit_key(key)
+        if wait is not None:
+            retry_after = max(1, math.ceil(wait))
+            raise ResourceExhausted(f"rate limited, retry after {retry_after} s", {"retry_after_s": retry_after})
+        answer = function(**kwargs)
+    answer = answer if isinstance(answer, Answer) else Answer(answer)
+    if scope is None:
+        return answer
+    return Answer(answer.text, {**(answer.meta or {}), SERVED_BY_META: scope.served_by})
+
+
+async def _call(ctx: Context, tool: str, route: tuple[str, str], function, **kwargs) -> CallToolResult:
+    """Runs a tool body with the request's caller, as a request to its REST twin `route` (method, path); an error
+    becomes a tool error whose text is the REST answer's envelope (`{"status": "error", "error": {code, message,
+    details}}`), unprefixed, so a client can parse it.
 
     A call over the rate limit is such a tool error too (429's `RESOURCE_EXHAUSTED`, with `details.retry_after_s`),
     not an HTTP 429: the model sees why and when to retry, and the client's session goes on; the protocol's own
@@ -103,14 +127,19 @@ async def _call(ctx: Context, tool: str, function, **kwargs) -> CallToolResult:
     started = time.perf_counter()
     try:
         answer = await sync_to_async(in_django, thread_sensitive=True)(
-            _admitted, function, key=state.ovsite_key, caller=state.ovsite_caller, **kwargs
+            _admitted,
+            function,
+            key=state.ovsite_key,
+            identity=state.ovsite_identity,
+            route=route,
+            caller=state.ovsite_caller,
+            **kwargs,
         )
     except Exception as exc:
         # without the request id: the text goes to the model, and the HTTP answer's X-Request-ID names the request
         status, body = error_envelope(exc, with_request_id=False)
         result = CallToolResult(content=[TextContent(type="text", text=_compact(body))], is_error=True)
     else:
-        answer = answer if isinstance(answer, Answer) else Answer(answer)
         status, result = 200, CallToolResult(content=[TextContent(type="text", text=answer.text)], meta=answer.meta)
     record_request(
         route=f"mcp:{tool}", method="POST", path=MCP_PATH, status=status, elapsed_s=time.perf_counter() - started
@@ -199,13 +228,13 @@ def _body_tool(function, *, name: str, description: str, schema: dict) -> Tool:
 
 def _body_tools(schemas: dict[str, dict]) -> list[Tool]:
     async def find(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, "find", _find, body=body)
+        return await _call(ctx, "find", FIND_ROUTE, _find, body=body)
 
     async def search(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, "search", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+        return await _call(ctx, "search", SEARCH_ROUTE, _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     async def recall(ctx: Context, body: dict) -> CallToolResult:
-        return await _call(ctx, "recall", _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+        return await _call(ctx, "recall", RECALL_ROUTE, _recall, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     return [
         _body_tool(
@@ -259,7 +288,7 @@ def build_server() -> MCPServer:
             exclude_uris=exclude_uris,
             tokenizer=tokenizer,
         )
-        return await _call(ctx, "bootstrap", _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
+        return await _call(ctx, "bootstrap", SEARCH_ROUTE, _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     @server.tool(
         description="The content of viking:// URIs at one level (abstract, overview or full), as "
@@ -268,13 +297,13 @@ def build_server() -> MCPServer:
     async def read(
         ctx: Context, uris: list[str], level: Literal["abstract", "overview", "full"] = "full"
     ) -> CallToolResult:
-        return await _call(ctx, "read", _read, uris=uris, level=level)
+        return await _call(ctx, "read", READ_ROUTES[level], _read, uris=uris, level=level)
 
     @server.tool(description="The children of a viking:// directory (/api/v1/fs/ls), as compact JSON.")
     async def ls(
         ctx: Context, uri: str = "viking://", recursive: bool = False, node_limit: int | None = None
     ) -> CallToolResult:
-        return await _call(ctx, "ls", _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
+        return await _call(ctx, "ls", LS_ROUTE, _ls, body=_body(uri=uri, recursive=recursive, node_limit=node_limit))
 
     @server.tool(
         description="Adds messages [{role, content}] to a session (a new one without session_id) and "
@@ -286,6 +315,7 @@ def build_server() -> MCPServer:
         return await _call(
             ctx,
             "remember",
+            REMEMBER_ROUTE,
             _remember,
             session_id=session_id,
             messages=messages,

@@ -75,6 +75,11 @@ class Process:
         self.kill()
 
 
+# A server loads the embedder and the tokenizer before it answers: seconds when quiet, far more on a loaded two-core
+# CI machine. The deadline only bounds a server that never comes up.
+READY_S = 120.0
+
+
 def wait_until(predicate, timeout_s: float, what: str, process: Process | None = None, every_s: float = 0.05):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -89,8 +94,11 @@ def wait_until(predicate, timeout_s: float, what: str, process: Process | None =
     )
 
 
-def start_ovsite(log_dir: Path, env: dict, threads: int = 8, workers: int = 1) -> tuple[Process, str]:
-    """ovsite under gunicorn (gthread workers), as deployed; returns it and its base URL once /health answers."""
+def start_ovsite(
+    log_dir: Path, env: dict, threads: int = 8, workers: int = 1, ready_s: float = READY_S
+) -> tuple[Process, str]:
+    """ovsite under gunicorn (gthread workers), as deployed; returns it and its base URL once /health answers
+    (within `ready_s`)."""
     port = free_port()
     return _started(
         Process(
@@ -115,11 +123,13 @@ def start_ovsite(log_dir: Path, env: dict, threads: int = 8, workers: int = 1) -
             log_dir,
         ),
         port,
+        ready_s,
     )
 
 
-def start_asgi(log_dir: Path, env: dict) -> tuple[Process, str]:
-    """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it."""
+def start_asgi(log_dir: Path, env: dict, ready_s: float = READY_S) -> tuple[Process, str]:
+    """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it, once /health answers (within
+    `ready_s`)."""
     port = free_port()
     return _started(
         Process(
@@ -140,10 +150,11 @@ def start_asgi(log_dir: Path, env: dict) -> tuple[Process, str]:
             log_dir,
         ),
         port,
+        ready_s,
     )
 
 
-def _started(process: Process, port: int) -> tuple[Process, str]:
+def _started(process: Process, port: int, ready_s: float) -> tuple[Process, str]:
     url = f"http://127.0.0.1:{port}"
 
     def healthy():
@@ -152,7 +163,7 @@ def _started(process: Process, port: int) -> tuple[Process, str]:
         except httpx.TransportError:
             return False
 
-    wait_until(healthy, 30, "ovsite /health", process, every_s=0.1)
+    wait_until(healthy, ready_s, "ovsite /health", process, every_s=0.1)
     return process, url
 
 
