@@ -97,61 +97,56 @@ def _call(app, method: str, path: str, body: dict | None = None, headers: dict |
     return elapsed, harness.server_timing(answer["headers"].get("Server-Timing", ""))
 
 
-def _statement_times(queries: list[str]) -> dict:
-    """/find's search statement as the client waits for it and as PostgreSQL spends it (EXPLAIN ANALYZE)."""
+def _find_statements(queries: list[str]) -> tuple[str, int, list]:
+    """(the search mode, the depth, /find's search statement for each query)."""
     from django.conf import settings
-    from django.db import connection
 
     from core.auth import _caller_for_names
     from profiles.selectors import current_settings
     from retrieval.embedders import embed_query
     from retrieval.search.query import FindQuery, account_size, scope_predicate
     from retrieval.search.ranking import HYBRID_DEPTH, ranking_for
-    from retrieval.search.statements import (
-        EVERYTHING,
-        HIT_COLUMNS,
-        SearchQuery,
-        fetch_statement,
-        search_statement,
-        statement_sql,
-    )
+    from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement
 
     caller = _caller_for_names("default", harness.USER, "admin")
     ranking = ranking_for(FindQuery(query=""), current_settings())
     depth = max(10, HYBRID_DEPTH) if ranking.mode == "hybrid" else 10
     scope = scope_predicate(caller, FindQuery(query=""))
     vectors = {query: embed_query(query) for query in set(queries)}
-    statements = [
-        search_statement(
-            scope,
-            [SearchQuery(query, vectors[query])],
-            HIT_COLUMNS,
-            [(EVERYTHING, depth)] if ranking.nearest else [],
-            [(EVERYTHING, depth)] if ranking.lexical else [],
-            account_size(caller.account_id) if ranking.lexical else 0,
-            ef_search=settings.HNSW_WIDE_EF_SEARCH,
-        )
-        for query in queries
-    ]
-    client, planning, execution = [], [], []
-    for statement in statements:
-        started = time.perf_counter()
-        fetch_statement(statement, prepare=True, limit=depth)
-        client.append((time.perf_counter() - started) * 1000)
+    return (
+        ranking.mode,
+        depth,
+        [
+            search_statement(
+                scope,
+                [SearchQuery(query, vectors[query])],
+                HIT_COLUMNS,
+                [(EVERYTHING, depth)] if ranking.nearest else [],
+                [(EVERYTHING, depth)] if ranking.lexical else [],
+                account_size(caller.account_id) if ranking.lexical else 0,
+                ef_search=settings.HNSW_WIDE_EF_SEARCH,
+            )
+            for query in queries
+        ],
+    )
+
+
+def _explained(statements: list, depth: int) -> tuple[float, float]:
+    """Medians of PostgreSQL's planning and execution of the statements (EXPLAIN ANALYZE), ms."""
+    from django.db import connection
+
+    from retrieval.search.statements import statement_sql
+
+    planning, execution = [], []
     with connection.cursor() as cursor:
-        for statement in statements[: min(len(statements), 60)]:
+        for statement in statements:
             sql, params = statement_sql(statement, depth)
             cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             plan = cursor.fetchone()[0]
             plan = (plan if isinstance(plan, list) else json.loads(plan))[0]
             planning.append(plan["Planning Time"])
             execution.append(plan["Execution Time"])
-    return {
-        "mode": ranking.mode,
-        "client_ms": harness.median(client),
-        "planning_ms": harness.median(planning),
-        "execution_ms": harness.median(execution),
-    }
+    return harness.median(planning), harness.median(execution)
 
 
 def _statements_sent(app, path: str, body: dict, headers: dict) -> list[str]:
@@ -213,25 +208,41 @@ def _flame(profile: cProfile.Profile, requests: int) -> dict:
     }
 
 
+def _timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
 def in_process(queries: list[str]) -> dict:
+    """Every measure taken in turn for each query (the machine's load drifts alike over all of them), then the
+    statements counted, the profiles and the plans."""
     from ovsite.wsgi import application as app
     from retrieval.embedders import embed_query
+    from retrieval.search.statements import fetch_statement
 
-    out = {"requests": {}}
+    mode, depth, statements = _find_statements(queries)
     for path, extra in REQUESTS.values():  # first-use costs out of the figures
         for query in queries[:4]:
             _call(app, "POST", path, {"query": query, **extra})
-    for name, (path, extra) in REQUESTS.items():
-        total, stages = [], []
-        for query in queries:
+    samples = {name: {"total": [], "stages": []} for name in REQUESTS}
+    embed, statement, health = [], [], []
+    for query, find_statement in zip(queries, statements, strict=True):
+        for name, (path, extra) in REQUESTS.items():
             ms, timing = _call(app, "POST", path, {"query": query, **extra})
-            total.append(ms)
-            stages.append(sum(timing.values()))
+            samples[name]["total"].append(ms)
+            samples[name]["stages"].append(sum(timing.values()))
+        embed.append(_timed(lambda query=query: embed_query(query)))
+        statement.append(_timed(lambda s=find_statement: fetch_statement(s, prepare=True, limit=depth)))
+        health.append(_call(app, "GET", "/health")[0])
+    out = {"requests": {}, "embed_ms": harness.median(embed), "health_ms": harness.median(health)}
+    for name, (path, extra) in REQUESTS.items():
         profile = cProfile.Profile()
         profile.enable()
         for query in queries:
             _call(app, "POST", path, {"query": query, **extra})
         profile.disable()
+        total, stages = samples[name]["total"], samples[name]["stages"]
         out["requests"][name] = {
             "total_ms": harness.median(total),
             "server_timing_ms": harness.median(stages),
@@ -240,15 +251,28 @@ def in_process(queries: list[str]) -> dict:
             "statements_keyed": _keyed(app, path, {"query": queries[1], **extra}),
             "flame": _flame(profile, len(queries)),
         }
-    embed = []
-    for query in queries:
-        started = time.perf_counter()
-        embed_query(query)
-        embed.append((time.perf_counter() - started) * 1000)
-    out["embed_ms"] = harness.median(embed)
-    out["statement"] = _statement_times(queries)
-    out["health_ms"] = harness.median([_call(app, "GET", "/health")[0] for _ in range(len(queries))])
+    planning, execution = _explained(statements[:60], depth)
+    out["statement"] = {
+        "mode": mode,
+        "client_ms": harness.median(statement),
+        "planning_ms": planning,
+        "execution_ms": execution,
+        "plans": _plans(),
+    }
     return out
+
+
+def _plans() -> tuple[int, int]:
+    """(generic, custom) executions of this connection's prepared search statements."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0) FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["WITH %query_0%"],
+        )
+        return tuple(cursor.fetchone())
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -295,25 +319,34 @@ def _comparable(body: dict) -> dict:
     return body
 
 
-def over_http(queries: list[str], baseline: Path | None) -> dict:
+KEYED = ", with a key under a rate limit"
+
+
+def _phase(queries: list[str], baseline: Path | None, out: dict, key: str | None) -> None:
+    """Every query to both servers in turn; with `key`, the servers have a root key (no dev mode) and the requests
+    carry `key`, so authentication looks the key up and the rate limit counts it."""
     import httpx
 
-    servers = {"this": harness.Gunicorn(1)}
+    env = {"OVSITE_ROOT_API_KEY": RATE_ROOT_KEY} if key else {}
+    servers = {"this": harness.Gunicorn(1, env=env)}
     if baseline is not None:
-        servers["baseline"] = BaselineGunicorn(baseline)
-    out = {"commands": {}, "samples": {}, "differ": {name: 0 for name in REQUESTS}}
+        servers["baseline"] = BaselineGunicorn(baseline, env=env)
+    suffix = KEYED if key else ""
     try:
         for label, server in servers.items():
             server.start()
             out["commands"][label] = server.command
-        clients = {label: httpx.Client(base_url=server.url, timeout=60) for label, server in servers.items()}
+        headers = {"X-API-Key": key} if key else {}
+        clients = {label: httpx.Client(base_url=s.url, timeout=60, headers=headers) for label, s in servers.items()}
         for client in clients.values():  # first-use costs out of the figures
             for path, extra in REQUESTS.values():
                 for query in queries[:4]:
                     client.post(path, json={"query": query, **extra}).raise_for_status()
-        samples = out["samples"] = {
-            (label, name): {"client": [], "server": []} for label in servers for name in [*REQUESTS, HEALTH]
-        }
+        names = [*(name + suffix for name in REQUESTS), *([] if key else [HEALTH])]
+        samples = out["samples"]
+        samples.update({(label, name): {"client": [], "server": []} for label in servers for name in names})
+        if baseline is not None:
+            out["differ"].update({name + suffix: 0 for name in REQUESTS})
         busy = harness.cpu_snapshot()
         for i, query in enumerate(queries):
             order = list(servers) if i % 2 else list(servers)[::-1]
@@ -321,19 +354,40 @@ def over_http(queries: list[str], baseline: Path | None) -> dict:
                 bodies = {}
                 for label in order:
                     answer = harness.timed_post(clients[label], path, {"query": query, **extra})
-                    samples[(label, name)]["client"].append(answer.client_ms)
-                    samples[(label, name)]["server"].append(answer.server_ms)
+                    samples[(label, name + suffix)]["client"].append(answer.client_ms)
+                    samples[(label, name + suffix)]["server"].append(answer.server_ms)
                     bodies[label] = _comparable({"result": answer.result})
                 if len(bodies) == 2 and bodies["this"] != bodies["baseline"]:
-                    out["differ"][name] += 1
-            for label in order:
+                    out["differ"][name + suffix] += 1
+            for label in order if not key else ():
                 started = time.perf_counter()
                 clients[label].get("/health").raise_for_status()
                 samples[(label, HEALTH)]["client"].append((time.perf_counter() - started) * 1000)
-        out["cpu_busy"] = harness.cpu_busy_since(busy)
+        out["cpu_busy"].append(harness.cpu_busy_since(busy))
+        out["names"] += names
     finally:
         for server in servers.values():
             server.stop()
+
+
+def over_http(queries: list[str], baseline: Path | None) -> dict:
+    """A phase in dev mode, then one with an API key (issued to the dev-mode user for the phase, revoked after) under
+    a rate limit (raised for the phase so that nothing is refused, put back after)."""
+    from core.accounts import issue_key, revoke_keys
+    from core.models import AccountUser, ApiKey, hash_key
+    from profiles.models import RetrievalSettings
+
+    out = {"commands": {}, "samples": {}, "differ": {}, "cpu_busy": [], "names": []}
+    _phase(queries, baseline, out, key=None)
+    key = issue_key(key=ApiKey(user=AccountUser.objects.get(account__name="default", user_id=harness.USER)))
+    rows = RetrievalSettings.objects.filter(pk=1)
+    rate = rows.get().api_rate_limit_per_minute
+    rows.update(api_rate_limit_per_minute=100_000)
+    try:
+        _phase(queries, baseline, out, key=key)
+    finally:
+        rows.update(api_rate_limit_per_minute=rate)
+        revoke_keys(keys=ApiKey.objects.filter(key_hash=hash_key(key)))
     return out
 
 
@@ -369,10 +423,13 @@ def render(run: dict, command: str, label: str) -> str:
         f"| {HEALTH} | {p['health_ms']:.2f} | — | — | 0 |",
         "",
         f"Query embedding alone {p['embed_ms']:.2f} ms. /find's search statement: {st['client_ms']:.2f} ms as the "
-        f"client waits for it (prepared, one round trip), of which PostgreSQL spends {st['planning_ms']:.2f} ms "
-        f"planning (0 once a prepared statement runs its generic plan) and {st['execution_ms']:.2f} ms executing "
-        "(EXPLAIN ANALYZE, the first 60 queries). Outside them = the whole request less its Server-Timing stages "
-        "(the median of the differences): routing, middleware, authentication, DRF, rendering.",
+        "client waits for it (prepared, one round trip); PostgreSQL plans it in "
+        f"{st['planning_ms']:.2f} ms (EXPLAIN ANALYZE, the first 60 queries), which a request pays when its prepared "
+        f"statement runs a custom plan, and executes it in {st['execution_ms']:.2f} ms. The prepared search "
+        f"statements of the run's connection ran {st['plans'][0]} generic and {st['plans'][1]} custom plans. "
+        "Outside them = the whole request less its Server-Timing stages (the median of the differences): routing, "
+        "middleware, authentication, DRF, rendering; in /search context also the body's validation and the "
+        "settings read.",
         "",
         f"### Flame summary (cProfile over the same {run['rounds']} requests of each kind: each function's own time, "
         "summed by where it lives)",
@@ -387,13 +444,15 @@ def render(run: dict, command: str, label: str) -> str:
         )
     s = http["samples"]
     labels = [label for label in ("baseline", "this") if (label, "find") in s]
+    busy = " and ".join(f"{b:.0%}" for b in http["cpu_busy"])
     lines += [
         "",
         "### Over HTTP (client-side ms; one keep-alive connection per server, queries in turn)",
         "",
         f"Servers: `gunicorn {http['commands']['this']}`"
         + (f"; baseline ({label}): `gunicorn {http['commands']['baseline']}`" if "baseline" in labels else "")
-        + f". CPU busy during the timed requests: {http['cpu_busy']:.0%} of both cores.",
+        + f"; with a key, the same with a root key set. CPU busy during the timed requests: {busy} of both cores "
+        "(dev mode, with a key).",
         "",
     ]
     if "baseline" in labels:
@@ -402,7 +461,7 @@ def render(run: dict, command: str, label: str) -> str:
             "Server-Timing p50 baseline / this | answers differing |",
             "|---|---:|---:|---:|---:|---:|---|---:|",
         ]
-        for name in [*REQUESTS, HEALTH]:
+        for name in http["names"]:
             a, b = s[("baseline", name)], s[("this", name)]
             ratio = harness.median([y / x for x, y in zip(a["client"], b["client"], strict=True)])
             timing = f"{harness.median(a['server']):.2f} / {harness.median(b['server']):.2f}" if a["server"] else "—"
@@ -413,7 +472,7 @@ def render(run: dict, command: str, label: str) -> str:
             )
     else:
         lines += ["| request | p50 | p95 | Server-Timing p50 |", "|---|---:|---:|---:|"]
-        for name in [*REQUESTS, HEALTH]:
+        for name in http["names"]:
             b = s[("this", name)]
             timing = f"{harness.median(b['server']):.2f}" if b["server"] else "—"
             lines.append(

@@ -131,6 +131,12 @@ def _compiled(rows) -> Predicate:
     return Predicate(sql, tuple(params))
 
 
+def _written_in(predicate: Predicate) -> Predicate:
+    """`predicate` with its values written in as SQL literals (none left as parameters)."""
+    literals = tuple(pg_sql.Literal(value).as_string().replace("%", "%%") for value in predicate.params)
+    return Predicate(predicate.sql.replace("%%", "%%%%") % literals)
+
+
 def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
     """The scope and every filter of `spec` compiled once per request. Building and compiling an ORM queryset
     per sub-query cost more than the vector searches themselves (bench/RESULTS.md, profile of /search)."""
@@ -143,8 +149,11 @@ def scope_predicate(caller: Caller, spec: FindQuery) -> Predicate:
 @lru_cache(maxsize=4096)
 def _unfiltered_scope(caller: Caller) -> Predicate:
     """Most searches carry no filter: their scope depends on the caller alone, so it is compiled once per caller
-    and process (about a millisecond of ORM work per request otherwise)."""
-    return _compiled(scoped_rows(caller, FindQuery(query="")))
+    and process (about a millisecond of ORM work per request otherwise), its values written in: a statement over
+    it has no parameter the planner estimates from (the query's vector and terms are read through named
+    subqueries), so its generic plan is the plan its values call for, and a prepared search of this caller runs it
+    after five executions instead of being planned every time (retrieval.search.ranking)."""
+    return _written_in(_compiled(scoped_rows(caller, FindQuery(query=""))))
 
 
 @lru_cache(maxsize=4096)
@@ -159,9 +168,7 @@ def partition_predicate(name: str) -> Predicate:
     """Constant per search partition, so compiled once per process, its values written in as SQL literals: the
     planner proves the partition's partial HNSW index from them, which it cannot do from parameters in a prepared
     statement's generic plan."""
-    compiled = _compiled(Context.objects.filter(SEARCH_PARTITIONS[name]))
-    literals = tuple(pg_sql.Literal(value).as_string().replace("%", "%%") for value in compiled.params)
-    return Predicate(compiled.sql.replace("%%", "%%%%") % literals)
+    return _written_in(_compiled(Context.objects.filter(SEARCH_PARTITIONS[name])))
 
 
 def _target_partitions(target) -> set[str]:
@@ -222,8 +229,8 @@ _stop_words_read: dict[float, tuple[float, list[str]]] = {}  # share → (when, 
 def store_stop_words(share: float) -> list[str]:
     """The lexemes more than `share` of the store holds, by PostgreSQL's statistics of the lexemes column (kept by
     ANALYZE and autovacuum): read at most once a minute per process and passed to each search as a parameter. Read
-    in every statement, the statistics' thousand common elements cost 0.8 ms of execution and 0.45 ms of planning
-    a hybrid /find at 10k nodes (bench/RESULTS.md, request_path)."""
+    in every statement, the statistics' thousand common elements cost a hybrid /find at 10k nodes 0.8 ms of
+    execution and 0.45 ms of planning (EXPLAIN ANALYZE of both statements on 104 queries, one run)."""
     now = time.monotonic()
     read = _stop_words_read.get(share)
     if read is None or now - read[0] > 60:

@@ -37,6 +37,16 @@ def ranking_for(spec: FindQuery, settings_row=None, relevance_floor: float | Non
     )
 
 
+def prepared(scope: Predicate) -> bool:
+    """Whether a search over `scope` is prepared (`fetch_statement`): a caller's scope without a filter is, its values
+    written in (`retrieval.search.query.scope_predicate`), and PostgreSQL runs its generic plan after five
+    executions; planning a hybrid search took 0.55–1.2 ms a request (bench/RESULTS.md, request_path). A filter's values
+    stay parameters (a relative `since` changes with every request) and the plan depends on them: a generic plan,
+    costed for any values, walked an HNSW graph where the values called for a B-tree and answered otherwise, so a
+    filtered search is planned for its values each time, unprepared."""
+    return not scope.params
+
+
 # A hybrid search fuses at least this many of each side's best before it keeps its `limit`: a node ranked 15th by
 # cosine and 12th by BM25 is often the best of both. /find@10's evidence recall with 10 / 20 / 30 / 50 of each:
 # generated conversations 0.735 / 0.768 / 0.774 / 0.774, LoCoMo's first 400 questions 0.587 / 0.604 / 0.601 / 0.601,
@@ -71,7 +81,7 @@ def score_order(
         ef_search=settings.HNSW_WIDE_EF_SEARCH,
     )
     # One query: its nearest `depth` of all partitions are the answer, so only they come back.
-    rows = fetch_statement(statement, prepare=True, limit=depth if len(queries) == 1 else None)
+    rows = fetch_statement(statement, prepare=prepared(scope), limit=depth if len(queries) == 1 else None)
     kept, below = above_threshold(fuse(rows, ranking, grouped=False), spec.score_threshold, ranking)
     served, strong = relevance_cut(kept[:limit], ranking.relevance_floor)
     return Found(served, below, ranking, strong)
@@ -102,7 +112,7 @@ def by_bucket(
         account_size(caller.account_id) if ranking.lexical else 0,
     )
     kept, below = above_threshold(
-        fuse(fetch_statement(statement, prepare=True), ranking, grouped=True), spec.score_threshold, ranking
+        fuse(fetch_statement(statement, prepare=prepared(scope)), ranking, grouped=True), spec.score_threshold, ranking
     )
     room = dict(counts)
     chosen, spare = set(), []

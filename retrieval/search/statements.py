@@ -154,7 +154,7 @@ def nearest_select(
 
     The limit is written in, not a parameter: for `LIMIT $n` a generic plan assumes a tenth of the table will be
     read, costs itself above the custom plans, and PostgreSQL then plans every execution of the prepared statement
-    anew (0.7 ms a hybrid search at 10k nodes; bench/RESULTS.md, request_path). A few limits, a few texts."""
+    anew (0.55–1.2 ms a hybrid search at 10k nodes; bench/RESULTS.md, request_path). A few limits, a few texts."""
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
     sql = (
         f"(SELECT {_columns(columns, TABLE)}, "

@@ -89,8 +89,9 @@ def test_the_scans_walk_at_the_statement_ef_search_and_the_connection_keeps_its_
         # the planner walks the graph on a table this small. The connection walks at 1.
         cursor.execute("SET hnsw.iterative_scan = off; SET enable_sort = off; SET hnsw.ef_search = 1")
     try:
-        assert sorted(_walk(ef_search=100)) == sorted(MEMORIES)
-        assert len(_walk(ef_search=1)) <= 1
+        # At most one row at 1; at 1000 the statement's walk finds more (the graph also holds the entries of rows
+        # earlier tests deleted, which a walk visits but does not return, so not necessarily all).
+        assert len(_walk(ef_search=1)) <= 1 < len(_walk(ef_search=1000))
         assert _show_ef_search() == "1"  # each statement's setting lasted for its own transaction alone
     finally:
         with connection.cursor() as cursor:

@@ -12,7 +12,14 @@ from core.models import Account
 from retrieval.embedders import embed_query
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.search.query import FindQuery, partition_predicate, scope_predicate
-from retrieval.search.statements import SearchQuery, fetch_statement, search_statement
+from retrieval.search.statements import (
+    EVERYTHING,
+    SearchQuery,
+    fetch_statement,
+    search_statement,
+    statement_sql,
+    vector_text,
+)
 
 MEMORIES = {
     "viking://user/default/memories/events/deploy.md": "We deployed the billing service on Friday.",
@@ -116,3 +123,22 @@ def test_partition_conditions_are_written_in_as_literals_and_select_what_the_orm
             assert {uri for (uri,) in cursor.fetchall()} == set(
                 Context.objects.filter(condition).values_list("uri", flat=True)
             )
+
+
+def test_an_unfiltered_search_binds_its_query_alone_and_a_filtered_one_is_planned_for_its_values(api):
+    """A caller's scope and the limits are written in, so the generic plan of an unfiltered search is the plan its
+    values call for (PostgreSQL keeps it after five executions); a filter's values are parameters whose plan depends
+    on them, so a filtered search is not prepared."""
+    api.write_all(MEMORIES)
+    account = Account.objects.get(name="default")
+    caller = Caller(account.id, "default", "default", "admin")
+    scope = scope_predicate(caller, FindQuery(query=""))
+    assert scope.params == ()
+    vector = embed_query("billing")
+    statement = search_statement(scope, [SearchQuery("billing", vector)], ("uri",), [(EVERYTHING, 3)], [])
+    assert statement_sql(statement, limit=3)[1] == [vector_text(vector)]
+    for _ in range(3):
+        assert api.find("billing deploy", since="30d")["total"] > 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ['%"updated_at" >=%'])
+        assert cursor.fetchone()[0] == 0
