@@ -91,3 +91,30 @@ def test_replace_is_atomic_and_unchanged_write_is_a_no_op(api):
     status, body = api.get("/api/v1/content/read", uri=COFFEE)
     assert body["result"] == "Green tea instead of coffee."
     assert api.find("green tea", level=2)["memories"][0]["abstract"] == "Green tea instead of coffee."
+
+
+def test_embedding_stays_in_the_row_and_long_content_leaves_first(api):
+    """A search computes each hit's distance from the row: an embedding in the TOAST table costs a hit two more
+    lookups (migration retrieval.0009). A row over PostgreSQL's 2 KB threshold keeps it inline; a content too long
+    for the page is what moves out."""
+    import random
+
+    from django.db import connection
+
+    words = random.Random(9).choices("coffee morning sugar milk deploy worker queue retry shard index page".split(), k=5000)
+    words = [f"{word}{random.Random(i).randrange(1000)}" for i, word in enumerate(words)]  # so pglz cannot shrink it
+    api.write(COFFEE, "The user drinks black coffee without sugar. " + " ".join(words[:60]))
+    api.write("viking://resources/guide.md", " ".join(words))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT uri, pg_column_size(embedding), pg_column_toast_chunk_id(embedding), "
+            "pg_column_toast_chunk_id(content), octet_length(abstract) + octet_length(overview) "
+            "+ pg_column_size(content) FROM retrieval_context WHERE uri IN (%s, %s)",
+            [COFFEE_FULL, "viking://resources/guide.md"],
+        )
+        rows = {uri: rest for uri, *rest in cursor.fetchall()}
+    coffee_size, coffee_chunk, _, coffee_texts = rows[COFFEE_FULL]
+    assert coffee_size + coffee_texts > 2100  # over the toast threshold, where the embedding used to move out
+    assert coffee_chunk is None
+    _, guide_chunk, guide_content_chunk, _ = rows["viking://resources/guide.md"]
+    assert guide_chunk is None and guide_content_chunk is not None
