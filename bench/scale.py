@@ -408,8 +408,9 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
 
 def latency(args, tmp: Path, exact: dict[str, ExactTop10], ef_search: int) -> dict:
     """One server run at `ef_search` (OVSITE_HNSW_WIDE_EF_SEARCH, the searches in score order): every request of
-    REQUESTS per query, in turn, and the recall@10 of those measured against an exact set."""
+    REQUESTS per query, in turn, the recall@10 of those measured against an exact set, and the workers' RSS."""
     import httpx
+    import psutil
 
     server = harness.Gunicorn(args.workers, log_dir=tmp, env={"OVSITE_HNSW_WIDE_EF_SEARCH": str(ef_search)})
     server.start()
@@ -435,6 +436,7 @@ def latency(args, tmp: Path, exact: dict[str, ExactTop10], ef_search: int) -> di
                         hits[name][i] = [
                             (h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in result[key]
                         ]
+        workers_rss_mb = [child.memory_info().rss / 2**20 for child in psutil.Process(server.proc.pid).children()]
     finally:
         server.stop()
     recalls = {}
@@ -453,6 +455,7 @@ def latency(args, tmp: Path, exact: dict[str, ExactTop10], ef_search: int) -> di
         "server_command": server.command,
         "ef_search": ef_search,
         "load_avg": load_avg,
+        "workers_rss_mb": workers_rss_mb,
     }
 
 
@@ -699,6 +702,14 @@ def render(
                 f"{harness.pct(x['client'], 95):.2f} | {harness.median(x['server']):.2f} | "
                 f"{harness.pct(x['server'], 95):.2f} | {recall} | {load_avg} |"
             )
+    lines += [
+        "",
+        "Resident memory of each gunicorn worker after its run's requests (MB): "
+        + "; ".join(
+            f"ef_search {run['ef_search']}: " + ", ".join(f"{mb:,.0f}" for mb in run["workers_rss_mb"]) for run in lats
+        )
+        + " (the graphs and rows live in PostgreSQL's shared buffers, counted in the build's figures, not here).",
+    ]
     if halfvec:
         lines += ["", *render_halfvec(halfvec)]
     p50 = {name: harness.median(x["client"]) for name, x in lat["samples"].items()}
@@ -768,8 +779,9 @@ def main() -> int:
             loaded = None  # the record of another table
     else:
         loaded, exact = load(args, account.id, conn)
+        loaded["maintenance_work_mem"] = args.maintenance_work_mem
         CACHE.mkdir(exist_ok=True)
-        record.write_text(json.dumps({**loaded, "maintenance_work_mem": args.maintenance_work_mem}, default=float))
+        record.write_text(json.dumps(loaded, default=float))
     tmp = Path(tempfile.mkdtemp(prefix="ovsite-scale-"))
     ef_values = list(dict.fromkeys([settings.HNSW_WIDE_EF_SEARCH, *args.ef_search]))
     lats = [latency(args, tmp, exact, ef) for ef in ef_values]
