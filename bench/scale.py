@@ -208,9 +208,21 @@ def node_blocks(
         yield block, derived_vectors(real, done, len(block), seed, noise, how)
 
 
-def _secondary_indexes(conn) -> dict[str, str]:
-    rows = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'retrieval_context'").fetchall()
-    return {name: sql for name, sql in rows if name not in KEPT_INDEXES}
+def _present_indexes(conn) -> list[str]:
+    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'retrieval_context'").fetchall()
+    return [name for (name,) in rows if name not in KEPT_INDEXES]
+
+
+def model_indexes() -> dict[str, str]:
+    """`CREATE INDEX` of every index the model defines (its fields' and its Meta's), by name: what a load rebuilds,
+    taken from the code and not from the table, which a run killed mid-build leaves without some of them."""
+    from django.db import connection
+
+    from retrieval.models import Context
+
+    with connection.schema_editor(collect_sql=True) as editor:
+        statements = [str(statement) for statement in editor._model_indexes_sql(Context)]
+    return {re.match(r'CREATE INDEX "([^"]+)"', sql).group(1): sql for sql in statements}
 
 
 class MemorySampler:
@@ -337,11 +349,11 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
     register_vector(conn)
     out: dict = {"size": args.size, "base": min(args.base, args.size)}
     conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
-    indexes = _secondary_indexes(conn)
     hnsw = {name: hnsw_sql(sql, args.m, args.ef_construction) for name, sql in vector_index_sql().items()}
+    indexes = {name: sql for name, sql in model_indexes().items() if name not in hnsw}
     out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # the whole table's; the partitions' differ by their WHERE alone
-    for name in indexes:
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
+    for name in _present_indexes(conn):
+        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
     oids = dict(
         conn.execute(
             "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
@@ -384,7 +396,7 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
 
     out["indexes"] = {}
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    for name, sql in [*((n, s) for n, s in indexes.items() if n not in hnsw), *hnsw.items()]:
+    for name, sql in [*indexes.items(), *hnsw.items()]:
         t = time.perf_counter()
         with MemorySampler(pid) as sampler, conn.transaction():
             conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
