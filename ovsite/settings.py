@@ -110,6 +110,10 @@ for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_W
     if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
         raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
+# A hybrid search ranks by BM25 only the nodes holding a query term that at most this many of the account's nodes
+# hold (by the lexemes' statistics); broader terms still count in every candidate's coverage. 2,000 is what the 20 %
+# stop-word share leaves at 10k nodes, so smaller stores search as before (docs/retrieval.md, "BM25 over the matches").
+LEXICAL_TERM_MATCHES_MAX = env.int("OVSITE_LEXICAL_TERM_MATCHES_MAX", default=2000)
 # With the default 4.0, PostgreSQL prices the HNSW scan above a sequential scan on tables of ~10k rows and sorts
 # the whole table instead (140 ms vs 1 ms, bench/RESULTS.md); 1.1 is the usual value for SSD storage.
 PG_RANDOM_PAGE_COST = env.float("OVSITE_PG_RANDOM_PAGE_COST", default=1.1)

@@ -10,7 +10,7 @@ from django.db.backends.postgresql.base import ServerBindingCursor
 
 from core.replicas import read_connection
 from retrieval.models import LEXICAL_CONFIG
-from retrieval.search.query import Predicate, partition_predicate, store_stop_words
+from retrieval.search.query import Predicate, partition_predicate, store_stop_words, store_term_shares
 
 HIT_COLUMNS = ("uri", "kind", "context_type", "category", "abstract", "tags")
 EVERYTHING = "all"  # a scan of the whole scope, no partition
@@ -61,23 +61,43 @@ COMMON_TERM_SHARE = 0.2
 STOP_WORDS_FROM = 1000
 
 
+def broad_terms(scope_size: int) -> tuple[list[str], list[float]]:
+    """The store's lexemes that more than OVSITE_LEXICAL_TERM_MATCHES_MAX nodes of a scope of `scope_size` hold by
+    the statistics (`store_term_shares`), stop words aside, with that estimate of their holders."""
+    cap = settings.LEXICAL_TERM_MATCHES_MAX
+    held = [(term, share * scope_size) for term, share in store_term_shares() if share <= COMMON_TERM_SHARE]
+    wide = [(term, holders) for term, holders in held if holders > cap]
+    return [term for term, _ in wide], [holders for _, holders in wide]
+
+
 def lexical_terms(
-    index: int, text: str, scope: Predicate, buckets: list[str], scope_size: int, stop_words: bool = True
+    index: int,
+    text: str,
+    scope: Predicate,
+    buckets: list[str],
+    scope_size: int,
+    stop_words: bool = True,
+    capped: bool = False,
 ) -> list[Predicate]:
     """The named subqueries of query `index`'s lexical side (docs/retrieval.md, "Search modes"):
 
     - terms_i: the query's distinct lexemes but the store's stop words (with `stop_words`: those of
       `retrieval.search.query.store_stop_words`, a parameter) (`terms`), and `match`, any of them (OR):
       a question rarely shares all its words with the memory that answers it, and AND-ing them matched almost
-      nothing on conversational memory;
-    - matched_i: every node of `scope` holding a term (the GIN index finds them), its lexeme count, the terms it
-      holds, and its bucket (one of `buckets`; NULL for a node in none, which still counts for the frequencies);
+      nothing on conversational memory. With `capped` (a hybrid search), `match` leaves out the broad terms
+      (`broad_terms`): ranking every node that holds one costs time in proportion to the store (385 ms a /find at
+      a million nodes), while the vector side brings candidates that hold them and their coverage still counts;
+    - matched_i: every node of `scope` holding a term of `match` (the GIN index finds them), its lexeme count, the
+      terms it holds, and its bucket (one of `buckets`; NULL for a node in none, which still counts for the
+      frequencies);
     - idf_i: each term's inverse document frequency, BM25's ln(1 + (N − df + 0.5) / (df + 0.5)), df counted
-      among the matches and N the scope's size (`scope_size`, or the matches when more): a term that most nodes
-      hold (the user, 用户) weighs little beside a name that few hold, which ts_rank cannot do. Counted in the
-      account, it answers the same whatever other accounts hold. Each term's df is counted once (OFFSET 0: the
-      formula reads df twice, and inlined it would count the matches twice per term)."""
+      among the matches (a broad term's: the statistics' estimate) and N the scope's size (`scope_size`, or the
+      matches when more): a term that most nodes hold (the user, 用户) weighs little beside a name that few hold,
+      which ts_rank cannot do. Counted in the account, it answers the same whatever other accounts hold. Each
+      term's df is counted once (OFFSET 0: the formula reads df twice, and inlined it would count the matches twice
+      per term)."""
     common = "AND term <> ALL(%s::text[])" if stop_words else ""
+    broad, broad_holders = broad_terms(scope_size) if capped and stop_words else ([], [])
     bucket = (
         "'all'"
         if buckets == [EVERYTHING]
@@ -91,11 +111,12 @@ def lexical_terms(
         # computed once, where the planner would inline it into each of its three uses.
         Predicate(
             f"terms_{index} AS MATERIALIZED (SELECT coalesce(array_to_string(ARRAY(SELECT quote_literal(term) "
-            f"FROM unnest(kept) AS term), ' | '), '')::tsquery AS match, kept AS terms, ARRAY(SELECT "
+            f"FROM unnest(kept) AS term WHERE term <> ALL(%s::text[])), ' | '), '')::tsquery AS match, kept AS "
+            "terms, ARRAY(SELECT "
             f"quote_literal(term)::tsquery FROM unnest(kept) AS term) AS probes FROM (SELECT ARRAY(SELECT term "
             f"FROM unnest(tsvector_to_array(to_tsvector('{LEXICAL_CONFIG}', ovsite_lexical(%s)))) AS term "
             f"WHERE strpos(term, chr(92)) = 0 {common}) AS kept OFFSET 0) AS query_terms)",
-            (text, store_stop_words(COMMON_TERM_SHARE)) if stop_words else (text,),
+            (broad, text, store_stop_words(COMMON_TERM_SHARE)) if stop_words else (broad, text),
         ),
         # A node's terms by one tsvector probe each (a binary search), not a scan of all its lexemes.
         Predicate(
@@ -107,10 +128,12 @@ def lexical_terms(
         ),
         Predicate(
             f"idf_{index} AS MATERIALIZED (SELECT term, probe, ln(1 + (greatest(%s, (SELECT count(*) FROM "
-            f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, (SELECT "
-            f"count(*) FROM matched_{index} WHERE term = ANY(hits)) AS df FROM unnest((SELECT terms FROM "
-            f"terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe) OFFSET 0) AS counted)",
-            (scope_size,),
+            f"matched_{index})) - df + 0.5) / (df + 0.5))::float8 AS idf FROM (SELECT term, probe, coalesce(("
+            "SELECT holders FROM unnest(%s::text[], %s::float8[]) AS broad(broad_term, holders) WHERE broad_term "
+            f"= given.term), (SELECT count(*) FROM matched_{index} WHERE term = ANY(hits))::float8) AS df FROM "
+            f"unnest((SELECT terms FROM terms_{index}), (SELECT probes FROM terms_{index})) AS given(term, probe) "
+            "OFFSET 0) AS counted)",
+            (scope_size, broad, broad_holders),
         ),
     ]
 
@@ -226,7 +249,8 @@ def search_statement(
         holder, read = shared_vector(f"query_{index}", query.vector, ef_search)
         common.append(holder)
         if lexical:  # hybrid and lexical: every row gets its coverage of the query's terms
-            common += lexical_terms(index, query.text, scope, [label for label, _ in lexical], scope_size, stop_words)
+            buckets = [label for label, _ in lexical]
+            common += lexical_terms(index, query.text, scope, buckets, scope_size, stop_words, capped=bool(nearest))
             lexical_selects.append(lexical_select(index, read, columns, lexical))
         nearest_selects += [
             nearest_select(

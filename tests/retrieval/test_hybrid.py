@@ -382,3 +382,87 @@ def test_a_small_store_has_no_stop_words_whatever_the_statistics_say(api):
         assert cursor.fetchone()[0] > 0.2  # a stop word by the share alone
     hits = hit_uris(api.find("caddy", search_mode="lexical"))
     assert sorted(hits) == [f"viking://user/default/memories/entities/proxy-{i}.md" for i in range(3)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hybrid_search_ranks_only_the_holders_of_narrow_terms_and_still_weighs_broad_ones(settings):
+    """A term more nodes hold than OVSITE_LEXICAL_TERM_MATCHES_MAX (by the statistics) is left out of the matches
+    a hybrid search ranks, which at a million nodes were every holder of every term (385 ms a /find); its idf still
+    counts in each candidate's coverage. Lexical mode, which has no other side, still ranks every holder."""
+    import json
+
+    import numpy as np
+    from django.utils import timezone
+
+    from core.auth import Caller
+    from core.models import Account
+    from retrieval.models import Context
+    from retrieval.search import query as search_query
+    from retrieval.search.query import FindQuery, account_size, scope_predicate
+    from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement, statement_sql
+
+    settings.LEXICAL_TERM_MATCHES_MAX = 50
+    account, now, rng = Account.objects.create(name="broad"), timezone.now(), np.random.default_rng(3)
+    vectors = rng.standard_normal((1200, settings.EMBEDDING_DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    texts = [
+        f"Runbook page {i} on the caddy proxy." if i < 200 else f"Runbook page {i} on queues." for i in range(1200)
+    ]
+    texts[:3] = [f"The caddy proxy fronts the zephyr cluster, part {i}." for i in range(3)]
+    Context.objects.bulk_create(
+        Context(
+            account=account,
+            uri=f"viking://resources/runbook/page-{i}.md",
+            parent_uri="viking://resources/runbook",
+            kind="file",
+            context_type="resource",
+            category="resources",
+            abstract=text,
+            content=text,
+            embedding=vector,
+            state="ready",
+            created_at=now,
+            updated_at=now,
+        )
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_context")
+    search_query._term_shares_read[0] = float("-inf")  # the statistics just made, not a minute-old read
+    caller = Caller(account.id, "default", "default", "admin")
+    scope, size = scope_predicate(caller, FindQuery(query="")), account_size(account.id)
+    assert size == 1200
+
+    def explained(nearest: bool) -> dict:
+        query = SearchQuery("caddy zephyr", vectors[0])
+        statement = search_statement(
+            scope, [query], HIT_COLUMNS, [(EVERYTHING, 30)] if nearest else [], [(EVERYTHING, 30)], scope_size=size
+        )
+        sql, params = statement_sql(statement, 30 if nearest else None)
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            plan = cursor.fetchone()[0]
+            cursor.execute(sql, params)
+            columns = [column.name for column in cursor.description]
+            rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        nodes, stack = {}, [(plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]]
+        while stack:
+            node = stack.pop()
+            nodes[node.get("Subplan Name") or id(node)] = node
+            stack += node.get("Plans", [])
+        return {"matched": nodes["CTE matched_0"]["Actual Rows"], "rows": rows}
+
+    hybrid, lexical = explained(nearest=True), explained(nearest=False)
+    assert lexical["matched"] == 200  # every holder of either term
+    assert hybrid["matched"] == 3  # the zephyr holders alone: caddi is broad (≈ 200 of 1,200 > 50)
+    # A caddy-only page the vector side brought still has its share of the query's information.
+    caddy_only = [
+        row
+        for row in hybrid["rows"]
+        if row["lexical_rank"] is None and "caddy" in row["abstract"] and "zephyr" not in row["abstract"]
+    ]
+    queues = [row for row in hybrid["rows"] if row["lexical_rank"] is None and "queues" in row["abstract"]]
+    assert caddy_only and queues
+    assert all(0 < row["coverage"] < 1 for row in caddy_only) and all(row["coverage"] == 0 for row in queues)
+    zephyr = [row for row in hybrid["rows"] if row["lexical_rank"] is not None]
+    assert len(zephyr) == 3 and all(row["coverage"] == pytest.approx(1) for row in zephyr)
