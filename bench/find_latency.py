@@ -918,7 +918,7 @@ def recall_at_10(conn, account_id: int, queries: list[str], ann_hits: list[list[
             ).fetchall()
             exact_uris = {uri for uri, _ in exact}
             tenth = exact[-1][1] if exact else 0
-            good = sum(1 for uri, score in hits if uri in exact_uris or (1 - score) <= tenth + 1e-5)
+            good = sum(1 for uri, score in hits if uri in exact_uris or harness.cosine_distance(score) <= tenth + 1e-5)
             recalls.append(good / max(1, len(exact)))
     return sum(recalls) / len(recalls)
 

@@ -343,6 +343,12 @@ def pct(values, q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def cosine_distance(score: float) -> float:
+    """The cosine distance behind a hit's `score`: scores are on OpenViking's scale, (1 + cosine) / 2
+    (retrieval.search.fusion.score_of), so a distance is twice the score's shortfall from 1."""
+    return 2.0 * (1.0 - score)
+
+
 def median(values) -> float:
     return float(statistics.median(values)) if values else float("nan")
 

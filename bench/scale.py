@@ -279,12 +279,12 @@ class ExactTop10:
         return float(np.median(self.best_d[:, 10] - self.best_d[:, 9]))
 
     def recall(self, hits: list[list[tuple[str, float]]], band: float = 1e-5) -> float:
-        """Mean share of each query's top 10 found; a hit within `band` of the 10th exact distance counts (the
-        default: a tie; TIE_BAND: a near-tie)."""
+        """Mean share of each query's top 10 found, `hits` as (URI, cosine distance); a hit within `band` of the 10th
+        exact distance counts (the default: a tie; TIE_BAND: a near-tie)."""
         recalls = []
         for uris, dists, found in zip(self.best_uri, self.best_d, hits, strict=True):
             exact = set(uris[:10])
-            recalls.append(sum(1 for uri, score in found if uri in exact or 1 - score <= dists[9] + band) / 10)
+            recalls.append(sum(1 for uri, d in found if uri in exact or d <= dists[9] + band) / 10)
         return sum(recalls) / len(recalls)
 
 
@@ -446,7 +446,9 @@ def latency(args, tmp: Path, exact: dict[str, ExactTop10], ef_search: int) -> di
                     if name in hits and i < len(common.QUERIES):
                         result = answer.result
                         hits[name][i] = [
-                            (h["uri"], h["score"]) for key in ("memories", "resources", "skills") for h in result[key]
+                            (h["uri"], harness.cosine_distance(h["score"]))
+                            for key in ("memories", "resources", "skills")
+                            for h in result[key]
                         ]
         workers_rss_mb = [child.memory_info().rss / 2**20 for child in psutil.Process(server.proc.pid).children()]
     finally:
@@ -567,7 +569,7 @@ def halfvec_whatif(args, conn, exact: dict[str, ExactTop10], ef_values: list[int
                                     columns = [c.name for c in cursor.description]
                                     uri, distance = columns.index("uri"), columns.index("distance")
                                     times[storage].append(elapsed)
-                                    found[storage].append([(r[uri], 1 - r[distance]) for r in rows])
+                                    found[storage].append([(r[uri], r[distance]) for r in rows])
                     for storage in ("vector", "halfvec"):
                         out["runs"].append(
                             {
