@@ -12,9 +12,7 @@ not rewrite a large store behind the operator's back."""
 
 from django.db import migrations
 
-INLINE = (
-    'ALTER TABLE "retrieval_context" ALTER COLUMN "embedding" SET STORAGE MAIN, SET (toast_tuple_target = 8160)'
-)
+INLINE = 'ALTER TABLE "retrieval_context" ALTER COLUMN "embedding" SET STORAGE MAIN, SET (toast_tuple_target = 8160)'
 EXTERNAL = 'ALTER TABLE "retrieval_context" ALTER COLUMN "embedding" SET STORAGE EXTERNAL, RESET (toast_tuple_target)'
 
 

@@ -101,7 +101,8 @@ def test_embedding_stays_in_the_row_and_long_content_leaves_first(api):
 
     from django.db import connection
 
-    words = random.Random(9).choices("coffee morning sugar milk deploy worker queue retry shard index page".split(), k=5000)
+    vocabulary = "coffee morning sugar milk deploy worker queue retry shard index page".split()
+    words = random.Random(9).choices(vocabulary, k=5000)
     words = [f"{word}{random.Random(i).randrange(1000)}" for i, word in enumerate(words)]  # so pglz cannot shrink it
     api.write(COFFEE, "The user drinks black coffee without sugar. " + " ".join(words[:60]))
     api.write("viking://resources/guide.md", " ".join(words))
