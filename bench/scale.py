@@ -329,6 +329,19 @@ def exact_top10(args, conn) -> dict[str, ExactTop10]:
     return exact
 
 
+def timed_build(conn, pid: int, name: str, sql: str, maintenance_work_mem: str) -> dict:
+    """Runs one CREATE INDEX on backend `pid`'s connection: its seconds, peak PSS (MemorySampler) and size."""
+    t = time.perf_counter()
+    with MemorySampler(pid) as sampler, conn.transaction():
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'")
+        conn.execute(sql)
+    return {
+        "s": time.perf_counter() - t,
+        "peak_pss_mb": sampler.peak_mb,
+        "mb": float(conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0]),
+    }
+
+
 def hnsw_sql(sql: str, m: int | None, efc: int | None) -> str:
     """The model's CREATE INDEX with m / ef_construction replaced when the run asks for other values."""
     if m is not None:
@@ -397,15 +410,7 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
     out["indexes"] = {}
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     for name, sql in [*indexes.items(), *hnsw.items()]:
-        t = time.perf_counter()
-        with MemorySampler(pid) as sampler, conn.transaction():
-            conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
-            conn.execute(sql)
-        out["indexes"][name] = {
-            "s": time.perf_counter() - t,
-            "peak_pss_mb": sampler.peak_mb,
-            "mb": conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0],
-        }
+        out["indexes"][name] = timed_build(conn, pid, name, sql, args.maintenance_work_mem)
         harness.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
     t = time.perf_counter()
     conn.execute("VACUUM (ANALYZE) retrieval_context")
@@ -529,15 +534,7 @@ def halfvec_whatif(args, conn, exact: dict[str, ExactTop10], ef_values: list[int
     for name, sql in walked.items():
         twin, twin_sql = halfvec_twin(name, sql, dim)
         conn.execute(f'DROP INDEX IF EXISTS "{twin}"')
-        t = time.perf_counter()
-        with MemorySampler(pid) as sampler, conn.transaction():
-            conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
-            conn.execute(twin_sql)
-        out["indexes"][twin] = {
-            "s": time.perf_counter() - t,
-            "peak_pss_mb": sampler.peak_mb,
-            "mb": float(conn.execute("SELECT pg_relation_size(%s) / 1e6", [twin]).fetchone()[0]),
-        }
+        out["indexes"][twin] = timed_build(conn, pid, twin, twin_sql, args.maintenance_work_mem)
         out["vector_mb"] += float(conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0])
         harness.log(f"halfvec index {twin}: {out['indexes'][twin]['s']:.1f} s")
     conn.execute("ANALYZE retrieval_context")
