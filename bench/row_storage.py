@@ -69,7 +69,6 @@ def measure(queries: list[str]) -> dict:
 
     mode, depth, statements = request_path._find_statements(queries)
     cursors = {"inline": connections["default"].cursor()}
-    connections["default"].ensure_connection()
     other = connections.create_connection("default")
     other.connect()
     cursors["toasted"] = other.cursor()

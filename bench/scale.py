@@ -538,7 +538,7 @@ def halfvec_whatif(args, conn, exact: dict[str, ExactTop10], ef_values: list[int
         out["vector_mb"] += float(conn.execute("SELECT pg_relation_size(%s) / 1e6", [name]).fetchone()[0])
         harness.log(f"halfvec index {twin}: {out['indexes'][twin]['s']:.1f} s")
     conn.execute("ANALYZE retrieval_context")
-    vectors = query_vectors()
+    vectors = exact["all"].queries  # embedded once, for the exact sets
     specs = {
         "all": lambda q: FindQuery(query=q),
         "filtered": lambda q: FindQuery(query=q, context_types=["memory"], since=FILTER_SINCE),

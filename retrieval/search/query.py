@@ -1,5 +1,6 @@
 """What a search reads: the request (`FindQuery`), its scope compiled to SQL once, and the partitions it walks."""
 
+import itertools
 import re
 import time
 from dataclasses import dataclass, field
@@ -247,8 +248,8 @@ def store_term_shares() -> list[tuple[str, float]]:
 
 
 def store_stop_words(share: float) -> list[str]:
-    """The lexemes more than `share` of the store holds (`store_term_shares`)."""
-    return sorted(term for term, held in store_term_shares() if held > share)
+    """The lexemes more than `share` of the store holds (`store_term_shares`): its first entries, read no further."""
+    return [term for term, _ in itertools.takewhile(lambda common: common[1] > share, store_term_shares())]
 
 
 _account_sizes: dict[int, tuple[float, int]] = {}  # account → (when, searchable nodes): counted again after a minute

@@ -1,6 +1,7 @@
 """The SQL of a search: k-nearest scans of the HNSW indexes, full-text scans of the lexical index, and the one
 statement (one round trip) that runs them all (docs/retrieval.md)."""
 
+import itertools
 from dataclasses import dataclass
 from functools import cache
 
@@ -64,9 +65,10 @@ STOP_WORDS_FROM = 1000
 def broad_terms(scope_size: int) -> tuple[list[str], list[float]]:
     """The store's lexemes that more than OVSITE_LEXICAL_TERM_MATCHES_MAX nodes of a scope of `scope_size` hold by
     the statistics (`store_term_shares`), stop words aside, with that estimate of their holders."""
-    cap = settings.LEXICAL_TERM_MATCHES_MAX
-    held = [(term, share * scope_size) for term, share in store_term_shares() if share <= COMMON_TERM_SHARE]
-    wide = [(term, holders) for term, holders in held if holders > cap]
+    broader = itertools.takewhile(  # most common first: read no further than the last broad term
+        lambda common: common[1] * scope_size > settings.LEXICAL_TERM_MATCHES_MAX, store_term_shares()
+    )
+    wide = [(term, share * scope_size) for term, share in broader if share <= COMMON_TERM_SHARE]
     return [term for term, _ in wide], [holders for _, holders in wide]
 
 
