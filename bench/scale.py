@@ -9,7 +9,8 @@
 2. Vectors: by default every node carries the packaged model's embedding of its abstract, embedded by two
    threads of one BLAS thread each ahead of the COPY (retrieval.bulk.embedded, as find_latency's loader; ≈ 1,350 nodes/s
    on this machine when quiet, 13–20 min for a million) and cached in bench/.data (2 GB at a million; a later
-   run reads it, or a shorter cache's prefix, and embeds only the rest). The nodes stream through in batches:
+   run reads it, or a shorter cache's prefix, and embeds only the rest; `--no-cache` embeds every node, so the
+   load is an ingest from scratch end to end). The nodes stream through in batches:
    neither they nor the vectors are held whole. What-if runs: `--base` below `--size` embeds only the first
    `--base` nodes and gives every later one a derived vector (`derived_vectors`); neither derivation is a
    faithful stand-in for real embeddings (bench/RESULTS.md, hnsw_sweep), so read such a run's recall as a
@@ -111,24 +112,25 @@ def cached_rows(path: Path, start: int, stop: int, step: int):
             yield np.frombuffer(f.read(n * row), dtype=dtype).reshape(n, shape[1])
 
 
-def real_blocks(nodes, count: int, stats: dict):
+def real_blocks(nodes, count: int, stats: dict, read_cache: bool = True):
     """(nodes, vectors) batches of the next `count` nodes with the packaged model's embeddings of their abstracts.
 
     Cached in bench/.data (git-ignored), one .npy per count: the generator is deterministic for its seed, so the
     first k nodes of any run are the same nodes and their vectors too. A cache of at least `count` rows is read;
     otherwise the longest shorter one gives its rows and the rest are embedded (retrieval.bulk.embedded) and
-    appended to a new cache file as they come, which replaces nothing until it is complete."""
+    appended to a new cache file as they come, which replaces nothing until it is complete. Without `read_cache`
+    every node is embedded, as an ingest from scratch would (the cache is written all the same)."""
     from retrieval.bulk import embedded
     from retrieval.embedders import get_embedder
 
     embedder, batch = get_embedder(), common.EMBED_BATCH
-    full = cache_file(embedder.model, count)
+    full = cache_file(embedder.model, count) if read_cache else None
     if full:
         stats.update(from_cache=count, embedded=0)
         for vectors in cached_rows(full, 0, count, batch):
             yield list(itertools.islice(nodes, len(vectors))), vectors
         return
-    prefix = prefix_file(embedder.model, count)
+    prefix = prefix_file(embedder.model, count) if read_cache else None
     known = int(prefix.stem.rsplit("-", 1)[1]) if prefix else 0
     stats.update(from_cache=known, embedded=count - known)
 
@@ -190,7 +192,13 @@ def derived_vectors(
 
 
 def node_blocks(
-    size: int, base: int, seed: int, noise: float = NOISE, how: str = "neighbour", stats: dict | None = None
+    size: int,
+    base: int,
+    seed: int,
+    noise: float = NOISE,
+    how: str = "neighbour",
+    stats: dict | None = None,
+    read_cache: bool = True,
 ):
     """(nodes, vectors) batches: the first `base` nodes with their real embeddings (real_blocks, which fills
     `stats`), then derived ones in blocks of BLOCK (`derived_vectors` seeds each block by its start)."""
@@ -199,7 +207,7 @@ def node_blocks(
     now = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
     nodes = common.generate(size, now)
     base = min(base, size)
-    yield from real_blocks(nodes, base, {} if stats is None else stats)
+    yield from real_blocks(nodes, base, {} if stats is None else stats, read_cache)
     if base == size:
         return
     real = np.load(cache_file(get_embedder().model, base), mmap_mode="r")[:base].copy()
@@ -378,7 +386,7 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
     t_all = time.perf_counter()
     timings, vectors_from = {"vectors_s": 0.0, "copy_s": 0.0}, {}
     columns = ", ".join(common.COPY_COLUMNS)
-    blocks = node_blocks(args.size, args.base, args.seed, args.noise, args.derive, vectors_from)
+    blocks = node_blocks(args.size, args.base, args.seed, args.noise, args.derive, vectors_from, not args.no_cache)
     with (
         conn.transaction(),
         conn.cursor() as cur,
@@ -764,6 +772,11 @@ def main() -> int:
         "--ef-search", type=int, nargs="*", default=[], help="what-if ef_search values measured after the deployment's"
     )
     parser.add_argument("--reuse", action="store_true", help="keep what is loaded; only measure")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="embed every real node, as an ingest from scratch would, instead of reading bench/.data's vectors",
+    )
     parser.add_argument(
         "--halfvec", action="store_true", help="also build halfvec twins of the walked indexes and compare (what-if)"
     )
