@@ -168,9 +168,13 @@ class RetrievalSettingsAdmin(HistoryAdmin):
 
     @admin.action(description="Reset retrieval settings to RFC defaults")
     def reset_to_rfc_defaults(self, request, queryset):
-        row = services.reset_settings_to_rfc_defaults()
+        row, enabled = services.reset_settings_to_rfc_defaults()
         self.log_change(request, row, "Reset to RFC defaults.")
         messages.success(request, "Retrieval settings reset to RFC defaults.")
+        if enabled:
+            messages.warning(
+                request, f"Purpose {enabled!r} was disabled and is enabled again: /recall's preset names it."
+            )
 
 
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):

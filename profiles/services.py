@@ -234,13 +234,25 @@ def roll_up_recall_events(*, now: dt.datetime | None = None) -> int:
     return folded
 
 
-def reset_settings_to_rfc_defaults() -> RetrievalSettings:
+@transaction.atomic
+def reset_settings_to_rfc_defaults() -> tuple[RetrievalSettings, str]:
     """Every knob of the settings row back to its shipped (RFC) default; saved, so its signals run. What the
-    stored token counts were made with is a fact, not a knob: it is kept, so only a change of family recounts."""
+    stored token counts were made with is a fact, not a knob: it is kept, so only a change of family recounts.
+
+    The shipped `recall_purpose` names a built-in purpose the operator may have disabled since (another one was
+    /recall's then), and /recall would serve without its quotas: that purpose is enabled again, its quotas as
+    they stand. Returns the row and the name of the purpose enabled again ("" when none was)."""
     kept = RetrievalSettings.objects.filter(pk=1).values_list("token_counts_version", flat=True).first() or ""
     row = RetrievalSettings(pk=1, token_counts_version=kept)
     row.save()
-    return row
+    purpose, created = PurposeProfile.objects.get_or_create(
+        name=row.recall_purpose, defaults={**BUILTIN_PROFILES[row.recall_purpose], "builtin": True}
+    )
+    if created or not purpose.enabled:
+        purpose.enabled = True
+        purpose.save()
+        return row, purpose.name
+    return row, ""
 
 
 def reset_profile_to_rfc_defaults(profile: PurposeProfile) -> bool:

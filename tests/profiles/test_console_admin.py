@@ -138,6 +138,38 @@ def test_reset_to_rfc_defaults_restores_every_knob_and_is_logged(operator):
     assert LogEntry.objects.get(content_type__model="retrievalsettings").change_message == "Reset to RFC defaults."
 
 
+def test_reset_enables_again_the_purpose_recall_names_so_recall_keeps_its_quotas(operator, api):
+    """An operator moved /recall to their own purpose and disabled coding; the reset names coding again, so it
+    must be enabled again (with the quotas it has), or /recall would serve without a purpose."""
+    PurposeProfile.objects.create(name="triage", quotas={"events": 3})
+    RetrievalSettings.objects.filter(pk=1).update(recall_purpose="triage")
+    PurposeProfile.objects.filter(name="coding").update(enabled=False, quotas={"events": 5, "skills": 1})
+    response = operator.post(
+        reverse("admin:profiles_retrievalsettings_changelist"),
+        {"action": "reset_to_rfc_defaults", "_selected_action": ["1"]},
+        follow=True,
+    )
+    assert settings_row().recall_purpose == "coding"
+    assert (coding().enabled, coding().quotas) == (True, {"events": 5, "skills": 1})
+    assert "Purpose &#x27;coding&#x27; was disabled and is enabled again" in response.content.decode()
+    status, result = api.post("/api/v1/search/recall", {"query": "anything", "max_tokens": 400})
+    assert status == 200, result
+    assert (result["result"]["stats"]["purpose"], result["result"]["stats"]["quotas"]) == (
+        "coding",
+        {"events": 5, "skills": 1},
+    )
+
+
+def test_reset_says_nothing_of_purposes_when_recalls_is_enabled(operator):
+    response = operator.post(
+        reverse("admin:profiles_retrievalsettings_changelist"),
+        {"action": "reset_to_rfc_defaults", "_selected_action": ["1"]},
+        follow=True,
+    )
+    assert "Retrieval settings reset to RFC defaults." in response.content.decode()
+    assert "enabled again" not in response.content.decode()
+
+
 # Purpose profiles
 
 
