@@ -31,6 +31,20 @@ def use_worker_statement_timeout(**_):
 
 
 @signals.worker_init.connect
+def refuse_disagreeing_dimensions(**_):
+    """The embedder loaded, and its dimension checked against the stored vectors', before the pool starts. Celery
+    logs and swallows an exception from a signal's receiver, so the refusal is a SystemExit: the worker exits 1."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from ovsite.readiness import prepare_worker
+
+    try:
+        prepare_worker()
+    except ImproperlyConfigured as exc:
+        raise SystemExit(str(exc)) from exc
+
+
+@signals.worker_init.connect
 def load_token_counter(**_):
     """The write path counts every node in the deployment's tokenizer family: its vocabulary is built once here,
     before the pool forks, and its processes share it rather than each building it on its first task."""

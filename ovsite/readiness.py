@@ -248,11 +248,44 @@ def prepare_server(*, keep_connection: bool = False) -> None:
     finally:
         if not keep_connection:
             connection.close()  # a thread that serves no request: its connection would only linger
+    _refuse_or_warn(checks)
+
+
+def _refuse_or_warn(checks: list[Check]) -> None:
+    """ImproperlyConfigured naming the fatal failures; any other failure is logged, since it may mend."""
     fatal = [check.detail for check in checks if check.fatal]
     if fatal:
         raise ImproperlyConfigured("ovsite cannot start: " + "; ".join(fatal))
     for check in failed(checks):
         log.warning("not ready yet: %s: %s%s", check.name, check.detail, f" ({check.error})" if check.error else "")
+
+
+def prepare_worker() -> None:
+    """What a Celery worker does before its pool starts: load the embedder (its processes then share the model
+    instead of each loading it on its first task) and raise ImproperlyConfigured on a disagreement of dimensions,
+    as a server does: every embedding it wrote would fail, or be stored beside vectors it cannot be compared with.
+    The database or the embedding endpoint down is left to the tasks, which retry."""
+    embedder_check, embedder, made = _embedder(settings.EMBEDDING_TIMEOUT_S)
+    try:
+        _, _, stored_vectors = _database_checks(embedder, made)
+    finally:
+        connection.close()  # a connection open across the fork would be shared by the pool's processes
+        _forget_endpoint_connections()
+    _refuse_or_warn([embedder_check, stored_vectors])
+
+
+def _forget_endpoint_connections() -> None:
+    """An embedding endpoint's client keeps its connection open after the probe, answered or not: forked, the
+    pool's processes would all write to that one socket. Each builds its own client on its first task instead; the
+    packaged model, loaded here, is what they share."""
+    from retrieval.embedders import OpenAIEmbedder, get_embedder
+
+    if not get_embedder.cache_info().currsize:
+        return  # nothing was built: the configuration was refused
+    built = get_embedder()
+    if isinstance(built, OpenAIEmbedder):
+        built.close()
+        get_embedder.cache_clear()
 
 
 class PreparedBeforeServing:

