@@ -20,16 +20,24 @@ def listed(driver) -> list[str]:
     return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th.field-node_uri a")]
 
 
+def left_page(driver, act) -> None:
+    """`act`, then wait until the page it leaves is gone: the next page has a changelist too, and reading it
+    before the navigation ends reads the old one's rows, or rows going stale under the reader."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    act()
+    wait(driver, ready.staleness_of(page))
+
+
 def filter_by(driver, title: str, choice: str) -> None:
     links = driver.find_elements(By.CSS_SELECTOR, f'#changelist-filter details[data-filter-title="{title}"] a')
     [link] = [link for link in links if link.text == choice]
-    driver.execute_script("arguments[0].click()", link)  # a filter below the fold of a long sidebar
+    left_page(driver, lambda: driver.execute_script("arguments[0].click()", link))  # below the sidebar's fold
 
 
 def search(driver, term: str) -> list[str]:
     box = driver.find_element(By.ID, "searchbar")
     box.clear()
-    box.send_keys(term, Keys.RETURN)
+    left_page(driver, lambda: box.send_keys(term, Keys.RETURN))
     return listed(driver)
 
 
