@@ -31,9 +31,10 @@ def use_worker_statement_timeout(**_):
 
 
 @signals.worker_init.connect
-def refuse_disagreeing_dimensions(**_):
-    """The embedder loaded, and its dimension checked against the stored vectors', before the pool starts. Celery
-    logs and swallows an exception from a signal's receiver, so the refusal is a SystemExit: the worker exits 1."""
+def prepare_before_the_pool(**_):
+    """The embedder and the tokenizer loaded, and the embedder's dimension checked against the stored vectors',
+    before the pool forks (ovsite.readiness.prepare_worker). Celery logs and swallows an exception from a signal's
+    receiver, so the refusal is a SystemExit: the worker exits 1."""
     from django.core.exceptions import ImproperlyConfigured
 
     from ovsite.readiness import prepare_worker
@@ -42,24 +43,6 @@ def refuse_disagreeing_dimensions(**_):
         prepare_worker()
     except ImproperlyConfigured as exc:
         raise SystemExit(str(exc)) from exc
-
-
-@signals.worker_init.connect
-def load_token_counter(**_):
-    """The write path counts every node in the deployment's tokenizer family: its vocabulary is built once here,
-    before the pool forks, and its processes share it rather than each building it on its first task."""
-    from django.db import DatabaseError, connection
-
-    from profiles.selectors import current_settings
-    from retrieval.tokenizers import DEFAULT_FAMILY, counter_for
-
-    try:
-        family = current_settings().tokenizer_family
-    except DatabaseError:
-        family = DEFAULT_FAMILY  # a task reports the database's state when it runs
-    finally:
-        connection.close()  # a connection open across the fork would be shared by the pool's processes
-    counter_for(family)
 
 
 @signals.before_task_publish.connect

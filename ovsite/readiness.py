@@ -220,8 +220,8 @@ def configuration_warnings() -> list[str]:
 
 
 def _load_token_counter() -> None:
-    """Context requests count their block in the deployment's tokenizer family: its vocabulary (0.3–0.6 s to build)
-    is loaded now, not by the first of them."""
+    """Context requests count their block, and the write path every node, in the deployment's tokenizer family: its
+    vocabulary (0.3–0.6 s to build) is loaded now, not by the first of them."""
     from profiles.selectors import current_settings
     from retrieval.tokenizers import DEFAULT_FAMILY, counter_for
 
@@ -261,13 +261,15 @@ def _refuse_or_warn(checks: list[Check]) -> None:
 
 
 def prepare_worker() -> None:
-    """What a Celery worker does before its pool starts: load the embedder (its processes then share the model
-    instead of each loading it on its first task) and raise ImproperlyConfigured on a disagreement of dimensions,
-    as a server does: every embedding it wrote would fail, or be stored beside vectors it cannot be compared with.
-    The database or the embedding endpoint down is left to the tasks, which retry."""
+    """What a Celery worker does before its pool forks: load the embedder and the deployment's tokenizer (the write
+    path counts every node in its family), which its processes then share instead of each loading them on its
+    first task, and raise ImproperlyConfigured on a disagreement of dimensions, as a server does: every embedding
+    it wrote would fail, or be stored beside vectors it cannot be compared with. The database or the embedding
+    endpoint down is left to the tasks, which retry."""
     embedder_check, embedder, made = _embedder(settings.EMBEDDING_TIMEOUT_S)
     try:
         _, _, stored_vectors = _database_checks(embedder, made)
+        _load_token_counter()
     finally:
         connection.close()  # a connection open across the fork would be shared by the pool's processes
         _forget_endpoint_connections()

@@ -111,12 +111,12 @@ REQUEST_ID = re.compile(r"""["']request_id["']:\s*["'][0-9a-fA-F-]*["']""")  # i
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?")
 
 
-def without_request_ids(text: str) -> str:
+def without_server_noise(text: str) -> str:
     return TIMESTAMP.sub("", REQUEST_ID.sub("", text))
 
 
 def assert_no_leak(name, response):
-    text = without_request_ids(response.content.decode())
+    text = without_server_noise(response.content.decode())
     leaked = [word for word in HIDDEN_FROM[name] if word in text]
     assert not leaked, f"{name} saw {leaked}: {text[:500]}"
 

@@ -29,7 +29,7 @@ from tests.core.test_isolation import (
     INVALID_TRICKS,
     ROOT_KEY,
     Client,
-    without_request_ids,
+    without_server_noise,
 )
 
 pytestmark = pytest.mark.usefixtures("root_key", "shipped_rows")
@@ -269,7 +269,7 @@ def mcp_calls(url: str, key: str, calls: list[tuple[str, dict]]) -> list[tuple[b
 def assert_nothing_of_others(name: str, text: str, where, *, uris: bool = True):
     """No word of another principal's content; with `uris`, none of their URIs either (a probe that names one
     may see it echoed: its twin comparison covers that)."""
-    text = without_request_ids(text)
+    text = without_server_noise(text)
     leaked = [word for word in HIDDEN_FROM[name] if word in text]
     leaked += [prefix for prefix in OTHERS_URI_PREFIXES[name] if uris and prefix in text]
     assert not leaked, f"{where}: {name} saw {leaked}: {text[:400]}"
