@@ -1,9 +1,21 @@
 """API-key authentication: `X-API-Key: K` or `Authorization: Bearer K`; dev mode when no root key is set, which
 serves a direct loopback caller that sends no key as account `default`, user `default`, and issued keys as
-their users."""
+their users.
+
+A key comes in one header field line, once: `check_credential_headers` refuses (401, `details.reason`) a request
+that gives `X-API-Key` more than once or `Authorization` more than once (`duplicate_key_header`), gives both
+(`two_key_forms`), or spells a credential header's name with underscores (`X_API_KEY`: `underscore_header`, since
+servers map it onto the same WSGI name as `X-API-Key`). The MCP endpoint and the REST views apply the same rule
+to the header lines as the server received them: the MCP endpoint from its ASGI scope (`scope_field_lines`), the
+REST views (`environ_field_lines`) from the scope a2wsgi keeps in the environ under uvicorn, or, under a WSGI server
+such as gunicorn, from the two environ entries, where repeated lines arrive joined by commas and underscore names
+never arrive (gunicorn drops them, its `header_map = "drop"`). A comma in a credential header's value counts as a
+repeat on every server, so the rule answers alike whichever served the request; a key never contains one.
+"""
 
 import hmac
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -28,6 +40,64 @@ class Caller:
     @property
     def is_root(self) -> bool:
         return self.role == "root"
+
+
+# The credential headers by their lower-case name, as their refusals name them.
+CREDENTIAL_HEADERS = {"x-api-key": "X-API-Key", "authorization": "Authorization"}
+# The WSGI environ's names for them: where a WSGI server (gunicorn) leaves them, its lines joined by commas.
+_ENVIRON_CREDENTIALS = {"x-api-key": "HTTP_X_API_KEY", "authorization": "HTTP_AUTHORIZATION"}
+SEND_THE_KEY_ONCE = "send the key in one header, once: `X-API-Key: K` or `Authorization: Bearer K`"
+
+
+def check_credential_headers(field_lines: Iterable[tuple[str, str]]) -> None:
+    """The one rule for how a key may come, over the request's header field lines as received, (name, value) with
+    the name in any case: at most one `X-API-Key` or one `Authorization`, each once, with no comma in its value
+    (repeated lines may reach the app joined by commas, RFC 9110 5.3), and no credential header's name spelt with
+    underscores. Anything else is refused (Unauthenticated, with `details.reason`): which header carried the key
+    would be the server's or a proxy's guess, not the client's word."""
+    seen = dict.fromkeys(CREDENTIAL_HEADERS, 0)
+    bearer = False
+    for name, value in field_lines:
+        lowered = name.lower()
+        canonical = lowered.replace("_", "-")
+        if canonical not in seen:
+            continue
+        if "_" in lowered:
+            raise Unauthenticated(
+                f"header {name!r} is not a credential header (header names use hyphens, not underscores); "
+                f"{SEND_THE_KEY_ONCE}",
+                {"reason": "underscore_header", "header": name},
+            )
+        seen[canonical] += 1 + value.count(",")
+        bearer = bearer or (canonical == "authorization" and value.strip().lower().startswith("bearer "))
+    for lowered, count in seen.items():
+        if count > 1:
+            header = CREDENTIAL_HEADERS[lowered]
+            raise Unauthenticated(
+                f"the {header} header came more than once (or held a comma-separated list); {SEND_THE_KEY_ONCE}",
+                {"reason": "duplicate_key_header", "header": header},
+            )
+    # Another scheme beside X-API-Key (Basic for a proxy in front, the SDK's ldap and oidc modes) carries no key.
+    if seen["x-api-key"] and bearer:
+        raise Unauthenticated(
+            f"the request carried both X-API-Key and Authorization: Bearer; {SEND_THE_KEY_ONCE}",
+            {"reason": "two_key_forms", "headers": list(CREDENTIAL_HEADERS.values())},
+        )
+
+
+def scope_field_lines(scope) -> list[tuple[str, str]]:
+    """An ASGI scope's header field lines as received (uvicorn lower-cases the names, nothing more)."""
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope.get("headers", ())]
+
+
+def environ_field_lines(environ) -> list[tuple[str, str]]:
+    """A WSGI request's header field lines for the rule: as received when the app runs under a2wsgi (ovsite/asgi.py
+    keeps the ASGI scope in the environ); under a WSGI server, the credential headers' environ entries, where the
+    server has joined repeated lines with commas and (gunicorn) dropped names with underscores."""
+    scope = environ.get("asgi.scope")
+    if scope is not None:
+        return scope_field_lines(scope)
+    return [(name, environ[key]) for name, key in _ENVIRON_CREDENTIALS.items() if key in environ]
 
 
 def _presented_key(headers) -> str:
@@ -111,9 +181,13 @@ def _check_dev_mode_caller(headers, remote_addr: str, key: str) -> None:
         )
 
 
-def authenticate_headers(headers, remote_addr: str) -> tuple[Caller, str | None] | None:
+def authenticate_headers(
+    headers, remote_addr: str, field_lines: Iterable[tuple[str, str]]
+) -> tuple[Caller, str | None] | None:
     """(caller, the key presented) from request headers, or None when no key came and a root key is set.
-    Shared by the REST views (DRF) and the MCP endpoint; `headers` is any case-insensitive mapping."""
+    Shared by the REST views (DRF) and the MCP endpoint; `headers` is any case-insensitive mapping, `field_lines`
+    the same request's header lines as received (`scope_field_lines`, `environ_field_lines`)."""
+    check_credential_headers(field_lines)
     key = _presented_key(headers)
     root_key = settings.OVSITE_ROOT_API_KEY
     if not root_key:
@@ -145,7 +219,9 @@ def require_account_caller(caller: Caller | None) -> Caller:
 
 class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
-        return authenticate_headers(request.headers, request.META.get("REMOTE_ADDR", ""))
+        return authenticate_headers(
+            request.headers, request.META.get("REMOTE_ADDR", ""), environ_field_lines(request.META)
+        )
 
     def authenticate_header(self, request):
         return "Bearer"

@@ -1,5 +1,6 @@
 """The ASGI application of the MCP endpoint: /mcp to the MCP server (mcp_server/tools.py), everything else to Django.
-Auth is the REST API keys' (`core.auth`), checked per HTTP request before MCP sees it; `X-OpenViking-Actor-Peer`
+Auth is the REST API keys' (`core.auth`), checked per HTTP request before MCP sees it, on the header lines as
+received (a key header given twice, both forms, or `X_API_KEY` is refused as on REST); `X-OpenViking-Actor-Peer`
 names the actor peer as on REST, and the caller's read-after-write identity is REST's (`core.replicas`). Each HTTP
 request to /mcp, refused or not, has a request id and is counted as route `/mcp`, as a REST request is by Django's
 middleware.
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from core.auth import Caller, authenticate_headers, require_account_caller
+from core.auth import Caller, authenticate_headers, require_account_caller, scope_field_lines
 from core.envelope import error_envelope
 from core.metrics import record_request
 from core.replicas import caller_identity
@@ -28,9 +29,9 @@ from mcp_server import MCP_PATH
 from mcp_server.tools import build_server, in_django
 
 
-def _authenticate(headers: Headers, remote_addr: str) -> tuple[Caller, str | None]:
+def _authenticate(headers: Headers, remote_addr: str, field_lines: list[tuple[str, str]]) -> tuple[Caller, str | None]:
     """The caller and the key it presented (None for the keyless dev caller, whom the rate limit does not count)."""
-    caller, key = authenticate_headers(headers, remote_addr) or (None, None)
+    caller, key = authenticate_headers(headers, remote_addr, field_lines) or (None, None)
     return require_account_caller(caller), key
 
 
@@ -46,7 +47,9 @@ class ApiKeyMiddleware:
         client = scope.get("client") or ("",)
         headers = Headers(scope=scope)
         try:
-            caller, key = await sync_to_async(in_django, thread_sensitive=True)(_authenticate, headers, client[0])
+            caller, key = await sync_to_async(in_django, thread_sensitive=True)(
+                _authenticate, headers, client[0], scope_field_lines(scope)
+            )
         except Exception as exc:
             status, body = error_envelope(exc)
             await JSONResponse(

@@ -63,6 +63,8 @@ READ_ROUTES = {
 LS_ROUTE = ("GET", "/api/v1/fs/ls")
 REMEMBER_ROUTE = ("POST", "/api/v1/sessions/<session_id>/commit")
 READ_LEVELS = {"abstract": selectors.read_abstract, "overview": selectors.read_overview}
+# The most URIs one `read` call takes, as REST caps its lists (/search's exclude_uris): each is a read of its own.
+READ_URIS_MAX = 200
 INSTRUCTIONS = (
     "ovsite stores memories, resources and skills under viking:// URIs. Call bootstrap once at session "
     "start, recall before a turn that may depend on the past, search or find to look something up, "
@@ -169,6 +171,8 @@ def _recall(*, caller: Caller, body: dict, actor_peer: str) -> Answer:
 def _read(*, caller: Caller, uris: list[str], level: str) -> str:
     if not uris:
         raise InvalidArgument("uris must name at least one URI", loc=["uris"])
+    if len(uris) > READ_URIS_MAX:
+        raise InvalidArgument(f"uris names at most {READ_URIS_MAX} URIs, not {len(uris)}", loc=["uris"])
     read = READ_LEVELS.get(level, selectors.read_content)
     return _compact([{"uri": uri, "level": level, "content": read(caller=caller, uri=uri)} for uri in uris])
 
@@ -291,8 +295,8 @@ def build_server() -> MCPServer:
         return await _call(ctx, "bootstrap", SEARCH_ROUTE, _search, body=body, actor_peer=_state(ctx).ovsite_actor_peer)
 
     @server.tool(
-        description="The content of viking:// URIs at one level (abstract, overview or full), as "
-        "compact JSON [{uri, level, content}]."
+        description=f"The content of viking:// URIs (1 to {READ_URIS_MAX} in one call) at one level (abstract, "
+        "overview or full), as compact JSON [{uri, level, content}]."
     )
     async def read(
         ctx: Context, uris: list[str], level: Literal["abstract", "overview", "full"] = "full"

@@ -283,6 +283,55 @@ def test_tool_errors_carry_the_rest_envelope(live_url, store):
     assert codes == ["NOT_FOUND", "INVALID_URI", "INVALID_ARGUMENT"]
 
 
+READ_URIS_MAX = 200  # mcp_server/tools.py READ_URIS_MAX, as docs/mcp.md gives it
+
+
+def test_read_takes_at_most_read_uris_max_uris(live_url, store):
+    """A read of 10,000 URIs was 8 s of work in one call: past READ_URIS_MAX it is refused before any is read."""
+    from mcp_server import tools
+
+    uri = "viking://~/memories/entities/caddy.md"
+
+    async def actions(client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return (
+            tools["read"].description,
+            await client.call_tool("read", {"uris": [uri] * READ_URIS_MAX, "level": "abstract"}),
+            await client.call_tool("read", {"uris": [uri] * (READ_URIS_MAX + 1)}),
+            await client.call_tool("read", {"uris": []}),
+        )
+
+    description, most, over, empty = mcp_session(live_url, actions)
+    assert len(json.loads(text_of(most))) == READ_URIS_MAX
+    for refused, words in ((over, f"at most {READ_URIS_MAX} URIs"), (empty, "at least one URI")):
+        assert refused.is_error
+        error = json.loads(refused.content[0].text)["error"]
+        assert error["code"] == "INVALID_ARGUMENT" and words in error["message"], error
+        assert error["details"]["validation_errors"][0]["loc"] == ["uris"], error
+    assert getattr(tools, "READ_URIS_MAX", None) == READ_URIS_MAX and f"1 to {READ_URIS_MAX}" in description
+
+
+@pytest.mark.parametrize(
+    "tool,arguments,field",
+    [
+        ("bootstrap", {"exclude_uris": ["viking://resources/x"] * 201}, "exclude_uris"),
+        ("remember", {"messages": [{"role": "user", "content": "x"}] * 1001}, "messages"),
+    ],
+    ids=["bootstrap-exclude_uris", "remember-messages"],
+)
+def test_list_arguments_are_capped_by_their_rest_serializers(live_url, store, tool, arguments, field):
+    """bootstrap's exclude_uris (/search: at most 200) and remember's messages (/messages/batch: at most 1000)."""
+
+    async def actions(client):
+        return await client.call_tool(tool, arguments)
+
+    result = mcp_session(live_url, actions)
+    assert result.is_error
+    error = json.loads(result.content[0].text)["error"]
+    assert error["code"] == "INVALID_ARGUMENT" and error["details"]["validation_errors"][0]["loc"][0] == field, error
+    assert "no more than" in error["message"] and error["details"]["validation_errors"][0]["type"] == "max_length"
+
+
 def post_mcp(url: str, body: dict, headers: dict | None = None) -> httpx2.Response:
     """One HTTP request to /mcp, outside a client session: stateless, a tool call needs no initialize before it."""
     return httpx2.post(f"{url}/mcp", json=body, headers={**POST_HEADERS, **(headers or {})}, timeout=60)
