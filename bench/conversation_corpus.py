@@ -16,6 +16,11 @@ The answering turns often do not repeat the question's words (the breed turn doe
 and call-backs repeat the topic words, pet names, cities and company names in turns that answer nothing, so neither a
 lexical nor a vector ranking finds the answers by a single shared word.
 
+The generator's vocabulary and templates (names, places, breeds, greetings, small talk, a relative's news, …) are
+the tables of bench/corpora/conversation_vocabulary.json; an arc's own lines stay in its function, beside the facts
+and questions they answer. The corpus itself is not stored: `generate()` makes it, for any seed, in a tenth of a
+second.
+
 `read_locomo(path)` reads the public LoCoMo set (snap-research/locomo, CC BY-NC 4.0: never commit it): its
 `locomo10.json`, or the repository's `data/locomo10.zip` (the same ten conversations, one file each). Categories are
 mapped as the published evaluations do (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop); category 5
@@ -71,504 +76,75 @@ class Corpus:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Vocabulary
+# Vocabulary: the tables of bench/corpora/conversation_vocabulary.json (its README.md gives source and licence)
 
-SPEAKERS = [
-    "Caroline",
-    "Melanie",
-    "Marcus",
-    "Priya",
-    "Tom",
-    "Lucia",
-    "Kenji",
-    "Aisha",
-    "Oliver",
-    "Nadia",
-    "Daniel",
-    "Sofia",
-    "Rahul",
-    "Elena",
-]
-FIRST_NAMES = [
-    "Ingrid",
-    "Dmitri",
-    "Amara",
-    "Felix",
-    "Rosa",
-    "Tobias",
-    "Yuki",
-    "Omar",
-    "Hannah",
-    "Mateo",
-    "Leila",
-    "Stefan",
-    "Chloe",
-    "Bruno",
-    "Anika",
-    "Gareth",
-    "Mei",
-    "Ravi",
-    "Ines",
-    "Jonah",
-    "Freya",
-    "Malik",
-    "Clara",
-    "Emeka",
-    "Sasha",
-    "Viktor",
-    "Noor",
-    "Paolo",
-    "Greta",
-    "Kofi",
-    "Astrid",
-    "Diego",
-    "Lena",
-    "Hugo",
-    "Zara",
-    "Elliot",
-    "Marisol",
-    "Theo",
-    "Ayesha",
-    "Callum",
-    "Wren",
-    "Ignacio",
-    "Maeve",
-    "Soren",
-    "Tamsin",
-    "Obi",
-    "Linnea",
-    "Rafael",
-    "Juno",
-    "Kasimir",
-    "Delphine",
-    "Arjun",
-    "Beatrix",
-    "Nikolai",
-]
-SURNAMES = [
-    "Halvorsen",
-    "Okonkwo",
-    "Volkov",
-    "Marchetti",
-    "Lindqvist",
-    "Abernathy",
-    "Kowalski",
-    "Nakamura",
-    "Delacroix",
-    "Osei",
-    "Fitzgerald",
-    "Lindgren",
-    "Okafor",
-    "Valente",
-    "Hargreaves",
-    "Mwangi",
-    "Sorensen",
-    "Tanaka",
-    "Rasmussen",
-    "Bianchi",
-    "Kuznetsova",
-    "Brandt",
-    "Castellanos",
-    "Whitcombe",
-    "Iyer",
-    "Moreau",
-    "Petrakis",
-    "Szabo",
-    "Achterberg",
-    "Quintero",
-    "Radcliffe",
-    "Haddad",
-    "Vasquez",
-    "Engström",
-    "Mbeki",
-    "Laurent",
-    "Oyelaran",
-    "Thorsen",
-    "Balogun",
-    "Caruso",
-    "Novak",
-    "Ferreira",
-    "Ashworth",
-    "Kaminski",
-    "Yilmaz",
-]
-COUNTRIES = {
-    "Portland": "the United States",
-    "Denver": "the United States",
-    "Austin": "the United States",
-    "Seattle": "the United States",
-    "Chicago": "the United States",
-    "Boston": "the United States",
-    "Montreal": "Canada",
-    "Toronto": "Canada",
-    "Vancouver": "Canada",
-    "Lisbon": "Portugal",
-    "Porto": "Portugal",
-    "Barcelona": "Spain",
-    "Madrid": "Spain",
-    "Valencia": "Spain",
-    "Berlin": "Germany",
-    "Munich": "Germany",
-    "Amsterdam": "the Netherlands",
-    "Copenhagen": "Denmark",
-    "Stockholm": "Sweden",
-    "Dublin": "Ireland",
-    "Edinburgh": "Scotland",
-    "Prague": "the Czech Republic",
-    "Vienna": "Austria",
-    "Kyoto": "Japan",
-    "Osaka": "Japan",
-    "Seoul": "South Korea",
-    "Taipei": "Taiwan",
-    "Singapore": "Singapore",
-    "Melbourne": "Australia",
-    "Auckland": "New Zealand",
-    "Cape Town": "South Africa",
-    "Nairobi": "Kenya",
-    "Mexico City": "Mexico",
-    "Oaxaca": "Mexico",
-    "Buenos Aires": "Argentina",
-    "Lima": "Peru",
-    "Reykjavik": "Iceland",
-    "Athens": "Greece",
-    "Istanbul": "Turkey",
-    "Marrakesh": "Morocco",
-    "Hanoi": "Vietnam",
-    "Tbilisi": "Georgia",
-}
+_CORPORA = Path(__file__).resolve().parent / "corpora"
+_VOCABULARY = json.loads((_CORPORA / "conversation_vocabulary.json").read_text(encoding="utf-8"))
+
+SPEAKERS = _VOCABULARY["speakers"]
+FIRST_NAMES = _VOCABULARY["first_names"]
+SURNAMES = _VOCABULARY["surnames"]
+COUNTRIES = _VOCABULARY["countries"]  # city → country
 CITIES = list(COUNTRIES)
-PLACE_WORDS = [
-    "Riverside",
-    "Maple Grove",
-    "Harbor",
-    "Cedar Hill",
-    "Lakeview",
-    "Northgate",
-    "Willow Creek",
-    "Oakwood",
-    "Brookside",
-    "Pinecrest",
-    "Eastside",
-    "Old Mill",
-    "Bayview",
-    "Highland",
-    "Foxglove",
-    "Silver Lake",
-    "Stonebridge",
-    "Elm Street",
-    "Westfield",
-    "Juniper Hill",
-    "Marsh Lane",
-    "Kingsway",
+PLACE_WORDS = _VOCABULARY["place_words"]
+BREEDS = _VOCABULARY["breeds"]  # species → breeds
+PET_NAMES = _VOCABULARY["pet_names"]
+PET_AGES = [(age["adjective"], age["said"]) for age in _VOCABULARY["pet_ages"]]
+PET_TRAITS = _VOCABULARY["pet_traits"]
+SWALLOWED = _VOCABULARY["swallowed"]
+SHELTER_KINDS = _VOCABULARY["shelter_kinds"]
+CLINIC_KINDS = _VOCABULARY["clinic_kinds"]
+MOVE_REASONS = _VOCABULARY["move_reasons"]
+NEIGHBOURHOODS = _VOCABULARY["neighbourhoods"]
+BROKEN = _VOCABULARY["broken"]
+COMPANIES = _VOCABULARY["companies"]
+COMPANY_KINDS = _VOCABULARY["company_kinds"]
+ROLES = _VOCABULARY["roles"]
+CODENAMES = _VOCABULARY["codenames"]
+PROJECT_DESCS = _VOCABULARY["project_descs"]
+CONFERENCE_TOPICS = _VOCABULARY["conference_topics"]
+FESTIVALS = _VOCABULARY["festivals"]
+BANDS = _VOCABULARY["bands"]
+RELATIONS = _VOCABULARY["relations"]
+HOBBIES = [(hobby["hobby"], hobby["course"], hobby["made"]) for hobby in _VOCABULARY["hobbies"]]
+HOBBY_REASONS = _VOCABULARY["hobby_reasons"]
+VENUE_KINDS = _VOCABULARY["venue_kinds"]
+AIRLINES = _VOCABULARY["airlines"]
+CODE_LETTERS = _VOCABULARY["code_letters"]
+HOTEL_FORMS = _VOCABULARY["hotel_forms"]  # str.format templates: {s} a surname, {p} a place word, {f} a first name
+LANDMARKS = _VOCABULARY["landmarks"]
+TRIP_PLANS = _VOCABULARY["trip_plans"]
+TRIP_HIGHLIGHTS = _VOCABULARY["trip_highlights"]
+CAR_MODELS = _VOCABULARY["car_models"]
+COLOURS = _VOCABULARY["colours"]
+DENT_PLACES = _VOCABULARY["dent_places"]
+SHOWS = _VOCABULARY["shows"]
+DISHES = _VOCABULARY["dishes"]
+BOOKS = _VOCABULARY["books"]
+CUISINES = _VOCABULARY["cuisines"]
+WEATHER = _VOCABULARY["weather"]
+KIN = _VOCABULARY["kin"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]  # date.weekday() order
+# A relative's news: (news, question, answer, identifier question or None), str.format templates over X, rel and
+# the slots the news names (city, other, school, field, baby, band).
+RELATIVE_NEWS = [
+    (news["news"], news["question"], news["answer"], news["identifier"]) for news in _VOCABULARY["relative_news"]
 ]
-BREEDS = {
-    "dog": [
-        "beagle",
-        "corgi",
-        "border collie",
-        "golden retriever",
-        "dachshund",
-        "greyhound",
-        "husky",
-        "labradoodle",
-        "pug",
-        "shiba inu",
-        "boxer mix",
-        "whippet",
-    ],
-    "cat": ["tabby", "Maine Coon", "Siamese", "Ragdoll", "Bengal", "tuxedo cat", "Russian Blue"],
-    "rabbit": ["Holland lop", "Netherland dwarf", "lionhead"],
-    "parrot": ["cockatiel", "African grey", "budgie", "green-cheeked conure"],
-    "guinea pig": ["Abyssinian guinea pig", "Peruvian guinea pig", "teddy guinea pig"],
-    "tortoise": ["Russian tortoise", "Hermann's tortoise"],
-}
-PET_NAMES = [
-    "Biscuit",
-    "Pickles",
-    "Mochi",
-    "Juniper",
-    "Waffles",
-    "Pepper",
-    "Noodle",
-    "Oscar",
-    "Luna",
-    "Ziggy",
-    "Clementine",
-    "Bruno",
-    "Pistachio",
-    "Marbles",
-    "Tofu",
-    "Hazel",
-    "Gizmo",
-    "Maple",
-    "Olive",
-    "Rocket",
-    "Nacho",
-    "Bean",
-    "Sprout",
-    "Dumpling",
-    "Kiwi",
-    "Sherlock",
-    "Turnip",
-    "Mango",
-    "Pretzel",
-    "Fig",
-    "Captain",
-    "Bagel",
-    "Nugget",
-    "Winnie",
-    "Basil",
-    "Cricket",
-]
-PET_AGES = [
-    ("five-month-old", "five months old"),
-    ("one-year-old", "one year old"),
-    ("two-year-old", "two years old"),
-    ("three-year-old", "three"),
-    ("six-year-old", "six already"),
-    ("senior", "about ten, they think"),
-]
-PET_TRAITS = ["shyest", "loudest", "clumsiest", "calmest", "most curious"]
-SWALLOWED = [
-    "a hair tie",
-    "half a sock",
-    "a wine cork",
-    "a rubber duck",
-    "an AirPod",
-    "a LEGO brick",
-    "a birthday candle",
-    "a chunk of a yoga mat",
-]
-SHELTER_KINDS = ["Animal Shelter", "Humane Society", "Pet Rescue", "Animal Haven"]
-CLINIC_KINDS = ["Vet Clinic", "Animal Hospital", "Veterinary Center"]
-MOVE_REASONS = [
-    "My partner got a job offer there we couldn't say no to.",
-    "Rent here just got impossible.",
-    "I want to be closer to my parents.",
-    "We've wanted a fresh start for years.",
-    "My company is opening an office there and asked me to help set it up.",
-    "Honestly, we visited once and fell in love with it.",
-]
-NEIGHBOURHOODS = [
-    "the old town",
-    "the arts district",
-    "a quiet street by the river",
-    "the university quarter",
-    "a flat above a bakery",
-    "a little house near the central station",
-    "the harbourfront",
-    "a top-floor walk-up near the market",
-    "a neighbourhood full of bike lanes",
-]
-BROKEN = ["one lamp", "our only mirror", "a leg of the dining table", "two wine glasses", "the TV stand"]
-COMPANIES = [
-    "Harbor",
-    "Bluefin",
-    "Northwind",
-    "Quartz",
-    "Lumen",
-    "Cobalt",
-    "Redwood",
-    "Atlas",
-    "Kestrel",
-    "Meridian",
-    "Sable",
-    "Tidewater",
-    "Verdant",
-    "Orchard",
-    "Copperleaf",
-    "Brightline",
-    "Halcyon",
-]
-COMPANY_KINDS = [
-    "Analytics",
-    "Logistics",
-    "Health",
-    "Labs",
-    "Robotics",
-    "Media",
-    "Foods",
-    "Energy",
-    "Design",
-    "Insurance",
-    "Games",
-    "Bank",
-    "Architects",
-]
-ROLES = [
-    "data engineer",
-    "nurse manager",
-    "paralegal",
-    "UX designer",
-    "sous chef",
-    "product manager",
-    "physical therapist",
-    "accountant",
-    "graphic designer",
-    "research assistant",
-    "sales lead",
-    "backend developer",
-    "pharmacist",
-    "copywriter",
-    "site architect",
-    "logistics coordinator",
-]
-CODENAMES = [
-    "Nightjar",
-    "Kingfisher",
-    "Obsidian",
-    "Bluebell",
-    "Tamarack",
-    "Marigold",
-    "Sparrowhawk",
-    "Cinder",
-    "Lodestar",
-    "Moonstone",
-    "Wren",
-    "Tessellate",
-    "Gannet",
-    "Ironbark",
-    "Saffron",
-    "Nimbus",
-    "Quokka",
-    "Larkspur",
-    "Basalt",
-    "Firefly",
-    "Heron",
-    "Pumice",
-]
-PROJECT_DESCS = [
-    "the new checkout flow for the mobile app",
-    "a patient scheduling system",
-    "a routing tool for the warehouse vans",
-    "the rebrand for a coffee chain",
-    "an internal search engine",
-    "a loyalty programme for the stores",
-    "the spring menu for the downtown location",
-    "a dashboard for the city's bike-share data",
-    "the migration off the old billing system",
-]
-CONFERENCE_TOPICS = [
-    "data engineering",
-    "nursing leadership",
-    "UX research",
-    "climate tech",
-    "indie games",
-    "public health",
-    "open-source",
-    "food science",
-    "urban design",
-    "children's literature",
-]
-FESTIVALS = ["Jazz Festival", "Film Festival", "Food Truck Festival", "Lantern Festival", "Folk Festival"]
-BANDS = [
-    "The Paper Lanterns",
-    "Velvet Orbit",
-    "Static Bloom",
-    "Marlow & the Tides",
-    "Glass Harbor",
-    "Saint Juniper",
-    "The Midnight Ferns",
-    "Copper Sky",
-    "Low Tide Choir",
-    "The Gentle Riots",
-]
-RELATIONS = [
-    "cousin",
-    "best friend",
-    "old roommate",
-    "neighbour",
-    "college friend",
-    "sibling",
-    "godparent",
-    "childhood friend",
-    "old bandmate",
-    "former coworker",
-]
-HOBBIES = [
-    ("pottery", "a pottery class", ["mug", "set of little bowls", "vase with a blue glaze"]),
-    ("woodworking", "a woodworking course", ["birdhouse", "cutting board", "small bookshelf"]),
-    ("knitting", "a knitting circle", ["scarf", "beanie", "pair of socks"]),
-    ("watercolour", "watercolour lessons", ["painting of the harbour", "portrait of my grandmother"]),
-    ("sourdough baking", "a sourdough workshop", ["loaf that actually rose", "tray of focaccia"]),
-    ("salsa dancing", "salsa classes", ["full routine without stepping on anyone"]),
-    ("rock climbing", "an intro climbing course", ["V3 route on the overhang wall"]),
-    ("ukulele", "ukulele lessons", ["whole song at the student showcase"]),
-    ("jewellery making", "a silversmithing class", ["silver ring", "pair of earrings"]),
-]
-HOBBY_REASONS = [
-    "I needed something with no screens in it.",
-    "My therapist said I should do something with my hands.",
-    "A coworker wouldn't stop talking about it.",
-    "I've wanted to since I was a kid.",
-    "I needed a way to meet people outside work.",
-]
-VENUE_KINDS = ["Community Center", "Arts Collective", "Makerspace", "Studio", "Adult Learning Center"]
-AIRLINES = ["UA", "DL", "BA", "LH", "AF", "KL", "NH", "QF", "AC", "TP", "IB", "SK", "AY", "EI"]
-CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-HOTEL_FORMS = ["the Hotel {s}", "the {p} Inn", "a guesthouse called Casa {f}", "the {s} Arms", "the {p} Lodge"]
-LANDMARKS = [
-    "the old harbour",
-    "the cathedral",
-    "the main square",
-    "the botanical garden",
-    "the night market",
-    "the river",
-    "the train station",
-    "the castle",
-]
-TRIP_PLANS = [
-    "Mostly eating, if I'm honest.",
-    "A cooking class, a day hike and absolutely no emails.",
-    "Visiting an old friend and seeing every museum I can.",
-    "There's a street food tour I've wanted to do for years.",
-    "Sleeping in, then a boat trip along the coast.",
-]
-TRIP_HIGHLIGHTS = [
-    "The food tour was the best thing I've done all year.",
-    "We got caught in a thunderstorm on a ferry and it was somehow the best day.",
-    "I found a tiny record shop and spent way too much.",
-    "We ate at the same little family restaurant four nights in a row.",
-    "The sunrise hike nearly killed me but the view was unreal.",
-]
-CAR_MODELS = [
-    "Subaru Outback",
-    "Honda Civic",
-    "Toyota RAV4",
-    "Mazda 3",
-    "Volkswagen Golf",
-    "Ford Ranger",
-    "Kia Soul",
-    "Volvo XC40",
-    "Mini Cooper",
-    "Nissan Leaf",
-    "Hyundai Ioniq",
-]
-COLOURS = ["red", "dark blue", "silver", "white", "forest green", "black", "bright yellow"]
-DENT_PLACES = [
-    "the Costco parking lot",
-    "the hospital garage",
-    "outside the gym",
-    "at the farmers market",
-    "in front of the library",
-    "at the airport long-stay lot",
-]
-SHOWS = [
-    "Severance",
-    "Slow Horses",
-    "The Bear",
-    "Shogun",
-    "Abbott Elementary",
-    "The Great British Bake Off",
-    "Only Murders in the Building",
-    "Succession",
-]
-DISHES = ["ramen", "dumplings", "lasagna", "pad thai", "tamales", "croissants", "paella", "pho", "biryani"]
-BOOKS = ["Project Hail Mary", "The Overstory", "Pachinko", "Circe", "Educated", "Piranesi", "The Remains of the Day"]
-CUISINES = ["Ethiopian", "Korean", "Peruvian", "Georgian", "Lebanese", "Vietnamese", "Sichuan", "Basque"]
-WEATHER = ["rainy", "freezing", "so hot", "weirdly warm", "foggy", "windy", "grey and gloomy"]
-KIN = ["mom", "dad", "sister", "brother", "cousin", "aunt", "grandma", "roommate"]
-WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+BABY_NAMES = _VOCABULARY["baby_names"]
+SCHOOLS = _VOCABULARY["schools"]
+FIELDS = _VOCABULARY["fields"]
+# The talk around the beats: greetings and closings ({g} the greeter, {o} the other); small talk as (opener,
+# replies), the openers' slots filled from the vocabulary, so cities, animals, hobbies, companies and conferences
+# come up in turns that answer nothing; asides, a second sentence on about half the turns (chat turns are rarely
+# one short line, and these repeat everyday words — work, kids, sleep, family, food — across the conversation).
+GREETINGS = _VOCABULARY["greetings"]
+GREETING_REPLIES = _VOCABULARY["greeting_replies"]
+GREETING_THIRDS = _VOCABULARY["greeting_thirds"]
+CLOSINGS = _VOCABULARY["closings"]
+CLOSING_REPLIES = _VOCABULARY["closing_replies"]
+SMALL_TALK = [(talk["opener"], talk["replies"]) for talk in _VOCABULARY["small_talk"]]
+ASIDES = _VOCABULARY["asides"]
+BACKCHANNEL = _VOCABULARY["backchannel"]
 
 
 def _cap(text: str) -> str:
@@ -1324,58 +900,6 @@ def _trip(c: _Conversation, x: int) -> None:
     c.fact(x, "trip", day, "back", city=city, phrase=f"travel to {city}")
 
 
-RELATIVE_NEWS = [
-    ("just opened a bakery in {city}!", "Where did {X}'s {rel} open a bakery?", "{city}", None),
-    ("got engaged to {other}!", "Who did {X}'s {rel} get engaged to?", "{other}", None),
-    (
-        "had a baby girl, her name is {baby}!",
-        "What is the name of {X}'s {rel}'s baby?",
-        "{baby}",
-        "Whose baby is {baby}?",
-    ),
-    ("got into {school} for a master's in {field}!", "Which university did {X}'s {rel} get into?", "{school}", None),
-    (
-        "started a band called {band} and their first gig is next month!",
-        "What is the name of the band {X}'s {rel} started?",
-        "{band}",
-        "Who started the band {band}?",
-    ),
-    (
-        "ran the {city} Marathon in under four hours!",
-        "Which marathon did {X}'s {rel} run?",
-        "the {city} Marathon",
-        None,
-    ),
-]
-BABY_NAMES = [
-    "Aurora",
-    "Isla",
-    "Matilda",
-    "Nova",
-    "Elodie",
-    "Saoirse",
-    "Ottilie",
-    "Imogen",
-    "Rosalind",
-    "Esme",
-    "Thea",
-    "Wilhelmina",
-    "Marigold",
-    "Annika",
-]
-SCHOOLS = [
-    "McGill",
-    "the University of Edinburgh",
-    "Trinity College Dublin",
-    "ETH Zurich",
-    "the University of Melbourne",
-    "Kyoto University",
-    "the University of Toronto",
-    "Leiden University",
-]
-FIELDS = ["marine biology", "architecture", "public policy", "computer science", "music therapy", "linguistics"]
-
-
 def _relative(c: _Conversation, x: int) -> None:
     X = c.names[x]
     rel = c.pick([r for r in RELATIONS if not any(f["x"] == x and f.get("rel") == r for f in c.facts)])
@@ -1556,227 +1080,6 @@ def _cross_questions(c: _Conversation) -> None:
 
 # ------------------------------------------------------------------------------------------------------------
 # Talk around the beats
-
-GREETINGS = [
-    "Hey {o}! How's it going?",
-    "Hi {o}! Long time no talk.",
-    "{o}! Good to hear from you. How was your week?",
-    "Hey hey. Got a minute to catch up?",
-    "Morning {o}! Hope your week's been kind to you.",
-    "Hi {o}, what's new?",
-    "Hey {o}, it's been ages!",
-]
-GREETING_REPLIES = [
-    "Hey {g}! Pretty good, you?",
-    "Hi! Busy but good. You?",
-    "{g}! I was just thinking about you.",
-    "Honestly a bit tired, but happy to chat.",
-    "Good! Lots going on, as usual.",
-    "Hi {g}! Surviving. What about you?",
-]
-GREETING_THIRDS = [
-    "Same old, same old. Work, sleep, repeat.",
-    "Doing well! Where do I even start.",
-    "Not bad at all.",
-    "Can't complain.",
-]
-CLOSINGS = [
-    "Okay, I should get going. Talk soon!",
-    "Gotta run, dinner's ready. Bye {o}!",
-    "Let's catch up again next week?",
-    "This was nice. Take care, {o}!",
-    "I'm falling asleep. Night {o}!",
-]
-CLOSING_REPLIES = [
-    "Bye! Talk soon.",
-    "Take care, {g}!",
-    "Sounds good, bye!",
-    "Later! Say hi to everyone for me.",
-    "Night! Sleep well.",
-]
-# (opener, replies): the openers' slots are filled from the vocabulary, so cities, animals, hobbies, companies and
-# conferences come up in turns that answer nothing.
-SMALL_TALK = [
-    (
-        "The weather has been {weather} all week.",
-        ["Same here, I'm over it.", "Ugh. At least it's good reading weather?", "I actually kind of like it."],
-    ),
-    (
-        "I've been binge-watching {show}. Have you seen it?",
-        ["Not yet! Is it good?", "Yes! The ending wrecked me.", "It's on my list, no spoilers."],
-    ),
-    (
-        "Have you ever thought about getting a {species}?",
-        [
-            "All the time, but my landlord would kill me.",
-            "Maybe someday. They're a lot of work.",
-            "Only if it sleeps more than I do.",
-        ],
-    ),
-    (
-        "A friend of mine just moved to {city}. Says the rent is brutal.",
-        ["Everywhere is brutal right now.", "I've always wanted to visit {city}.", "Wow, that's far."],
-    ),
-    (
-        "Flights to {city} are weirdly cheap this month.",
-        ["Tempting... very tempting.", "Don't tell me that, my wallet can't take it.", "Book it!"],
-    ),
-    (
-        "There's a {topic} conference coming up in {city}. Might go.",
-        ["You should! Conferences are half networking anyway.", "Ooh, fancy.", "Only if they have good snacks."],
-    ),
-    (
-        "I keep meaning to sign up for a {hobby} class.",
-        ["Do it! What's stopping you?", "I'd join you.", "Life gets in the way, I know."],
-    ),
-    (
-        "Work has been a lot lately. Too many meetings.",
-        ["Meetings that could have been emails?", "I feel that in my bones.", "Hang in there."],
-    ),
-    (
-        "I tried making {dish} from scratch last night.",
-        ["How did it turn out?", "Ambitious! I'd just order it.", "Save me some next time."],
-    ),
-    (
-        "My {kin} keeps sending me videos of {species}s doing tricks.",
-        ["Honestly the best part of the internet.", "Haha, forward them to me.", "That's adorable."],
-    ),
-    (
-        "Did you hear {company} is hiring again?",
-        ["No! For what roles?", "They're always hiring, high turnover I think.", "Interesting, I know someone there."],
-    ),
-    (
-        "Traffic this morning was a nightmare.",
-        [
-            "Every day this week for me.",
-            "I've started biking just to avoid it.",
-            "Podcasts are the only thing keeping me sane.",
-        ],
-    ),
-    (
-        "Went to the farmers market on {weekday}, the peaches were unreal.",
-        ["I need to go more often.", "Peach season is the best season.", "Did you get any bread?"],
-    ),
-    (
-        "I'm reading {book} right now.",
-        ["I loved that one!", "Is it as good as everyone says?", "Lend it to me when you're done?"],
-    ),
-    (
-        "Our neighbours are renovating and the drilling starts at 7am.",
-        ["Nightmare.", "Earplugs. Trust me.", "At least it'll end eventually?"],
-    ),
-    (
-        "I need a holiday. Somewhere warm. Maybe {city}?",
-        ["{city} would be perfect.", "Take me with you.", "Yes, you've earned it."],
-    ),
-    (
-        "Someone at work adopted a {species} from a shelter and now it's all they talk about.",
-        ["Can you blame them?", "I'd be the same, honestly.", "Pictures in every meeting, I bet."],
-    ),
-    (
-        "Thinking about repainting the living room. Green, maybe?",
-        ["Sage green! Very calming.", "Bold. I like it.", "Do it, you can always paint over it."],
-    ),
-    (
-        "I finally cleaned out the garage this weekend.",
-        ["Find anything good?", "Impressive. Mine is a disaster.", "That deserves a reward."],
-    ),
-    (
-        "My phone screen cracked again.",
-        ["Case. Get a case.", "Oh no, the third time this year?", "Ugh, that's the worst."],
-    ),
-    (
-        "Do you still go running?",
-        ["When I can! Mostly weekends.", "Not since winter, honestly.", "Trying to get back into it."],
-    ),
-    (
-        "Have you been to that new {cuisine} place downtown?",
-        ["Not yet, is it good?", "Yes! Get the lunch special.", "It's always packed when I walk by."],
-    ),
-    (
-        "My {kin} is visiting {city} next month and wants recommendations.",
-        ["Tell them to eat everything.", "I have a list somewhere!", "Lucky them."],
-    ),
-    (
-        "I got a parking ticket outside the dentist. Two minutes late!",
-        ["Robbery.", "They're so fast here.", "Appeal it!"],
-    ),
-    (
-        "We had a power outage for six hours yesterday.",
-        ["Board games by candlelight?", "Did your fridge survive?", "That happened here last month too."],
-    ),
-    (
-        "I'm trying to drink less coffee. It's not going well.",
-        ["Why would you do that to yourself?", "Switch to tea, halfway house.", "Good luck!"],
-    ),
-    (
-        "What are you up to this weekend?",
-        [
-            "Nothing, and I'm thrilled about it.",
-            "Probably errands. Thrilling stuff.",
-            "Seeing some friends, maybe a hike.",
-        ],
-    ),
-    (
-        "Remember when we got lost trying to find that concert venue?",
-        ["How could I forget, we walked for an hour!", "Haha, good times.", "Still your fault."],
-    ),
-    (
-        "I've been listening to a lot of {band} lately.",
-        ["Their new album is so good.", "Never heard of them, send me a song?", "Good taste."],
-    ),
-    (
-        "Got a new plant. Trying not to kill this one.",
-        ["What kind?", "Water it less than you think.", "RIP to the last one."],
-    ),
-    (
-        "Any book recommendations?",
-        ["{book}, you'd love it.", "I just finished {book}, it was great.", "I'm in a reading slump, sorry!"],
-    ),
-    (
-        "My {kin} wants to adopt a {species}, but the apartment is tiny.",
-        ["Small animals are happy anywhere.", "Maybe foster first?", "Tiny apartment, big love."],
-    ),
-    (
-        "I might take a course on {topic}. Career stuff.",
-        ["Sounds useful!", "Online or in person?", "You're always learning something."],
-    ),
-]
-# A second sentence on about half the turns: chat turns are rarely one short line, and these repeat everyday words
-# (work, kids, sleep, family, food) across the whole conversation.
-ASIDES = [
-    "It's been that kind of week.",
-    "Anyway, how are you holding up?",
-    "The kids have been running me ragged.",
-    "I haven't slept properly in days.",
-    "I keep telling myself to slow down.",
-    "Work has been chaotic, as usual.",
-    "I walked past that {cuisine} place again and almost went in.",
-    "My {kin} says hi, by the way.",
-    "It's been raining nonstop here.",
-    "I should really call my {kin} more.",
-    "We should grab dinner when things calm down.",
-    "Still recovering from the weekend, honestly.",
-    "I'm typing this on the bus.",
-    "Sorry I went quiet last week.",
-    "Life is just so busy lately.",
-    "I have a million tabs open in my brain.",
-    "My {kin} would love this, by the way.",
-    "Remind me to tell you about the {dish} disaster.",
-    "I'm on my third coffee already.",
-    "The weather here has been {weather}, which doesn't help.",
-    "I was just telling my {kin} about you.",
-    "No pressure to reply quickly, I know you're swamped.",
-]
-BACKCHANNEL = [
-    "Ha, exactly.",
-    "Right?!",
-    "I'll let you know how it goes.",
-    "Maybe I will.",
-    "We'll see.",
-    "True, true.",
-    "Haha, fair.",
-]
 
 
 def _fill(c: _Conversation, template: str) -> str:
