@@ -273,6 +273,14 @@ OVSITE_SECTION_TREES = env.bool("OVSITE_SECTION_TREES", default=True)
 # can be served whole at the resources' abstract cap (RFC §3.4); larger caps embed less text and reach less of it.
 OVSITE_SECTION_MAX_CHARS = env.int("OVSITE_SECTION_MAX_CHARS", default=450)
 OVSITE_UPLOAD_DIR = env.path("OVSITE_UPLOAD_DIR", default=BASE_DIR / "var" / "uploads")
+# The parse box (retrieval/documents/box.py; docs/operations.md, "Limits"): uploads and documents are parsed in a
+# forked child with these limits, at most OVSITE_PARSE_CONCURRENCY at once per process; a PDF has at most so many
+# pages. A parse past a limit is a 413 naming the limit and the file.
+OVSITE_PARSE_CPU_SECONDS = env.int("OVSITE_PARSE_CPU_SECONDS", default=30)
+OVSITE_PARSE_MEMORY_MB = env.int("OVSITE_PARSE_MEMORY_MB", default=512)
+OVSITE_PARSE_TIMEOUT_S = env.float("OVSITE_PARSE_TIMEOUT_S", default=60.0)
+OVSITE_PARSE_CONCURRENCY = env.int("OVSITE_PARSE_CONCURRENCY", default=2)
+OVSITE_PDF_MAX_PAGES = env.int("OVSITE_PDF_MAX_PAGES", default=2000)
 # The largest request body (JSON; for multipart, the fields besides files): 413 above it (core/parsers.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("OVSITE_MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -3,8 +3,9 @@
 from pathlib import Path
 
 from core.auth import Caller
-from core.errors import InvalidArgument
-from retrieval.ingest import SUPPORTED, document_text
+from core.errors import InvalidArgument, PayloadTooLarge
+from retrieval.documents.uploads import SUPPORTED
+from retrieval.ingest import file_text
 from retrieval.services import FileWrite, write_files
 from retrieval.uris import parse_uri
 
@@ -37,8 +38,8 @@ def import_directory(*, caller: Caller, root: Path, to: str, progress=None) -> d
     for path in files:
         rel = path.relative_to(root).as_posix()
         try:
-            text = document_text(path.read_bytes())
-        except InvalidArgument as exc:
+            text = file_text(rel, path.read_bytes())
+        except (InvalidArgument, PayloadTooLarge) as exc:
             skipped.append({"path": rel, "reason": exc.message})
             continue
         if text is None:

@@ -1,9 +1,8 @@
 """Resources and skills from uploads: a text file or a zip of a folder becomes files under one root URI."""
 
-import io
+import hashlib
 import re
 import uuid
-import zipfile
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -11,20 +10,24 @@ from django.conf import settings
 
 from core.auth import Caller
 from core.errors import InvalidArgument, NotFound, PayloadTooLarge
+from retrieval.documents import box
+from retrieval.documents.markdown import front_matter, load_front_matter
 from retrieval.documents.pdf import is_pdf
-from retrieval.documents.pdf import to_markdown as pdf_markdown
+from retrieval.documents.uploads import UploadCaps, UploadTexts, decode_text, document_text, is_zip, upload_texts
 from retrieval.selectors import visible_nodes
 from retrieval.services import FileWrite, write_files
 from retrieval.uris import parse_uri
 
 _TEMP_ID = re.compile(r"^[0-9a-f]{32}$")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
-_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?", re.DOTALL)
 _SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def _account_upload_dir(caller: Caller) -> Path:
-    folder = Path(settings.OVSITE_UPLOAD_DIR) / str(caller.account_id)
+    """The caller's own folder: an upload is its uploader's until used, not every user's of the account. The user
+    id is hashed into the name: a root caller's X-OpenViking-User is any string."""
+    user = hashlib.sha256(caller.user_id.encode()).hexdigest()[:32]
+    folder = Path(settings.OVSITE_UPLOAD_DIR) / str(caller.account_id) / user
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -65,72 +68,24 @@ def _drop_upload(caller: Caller, temp_id: str) -> None:
     path.with_suffix(".name").unlink(missing_ok=True)
 
 
-def decode_text(data: bytes) -> str | None:
-    """UTF-8 text without NUL bytes, or None for anything binary."""
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
+def _upload_caps() -> UploadCaps:
+    return UploadCaps(
+        max_files=settings.OVSITE_MAX_UPLOAD_FILES,
+        max_file_bytes=settings.OVSITE_MAX_UPLOAD_BYTES,
+        max_inflated_bytes=settings.OVSITE_MAX_UPLOAD_BYTES * 5,
+        max_pdf_pages=settings.OVSITE_PDF_MAX_PAGES,
+    )
 
 
-SUPPORTED = "UTF-8 text (Markdown, plain text, HTML, source code) or PDF"
+def parse_upload(name: str, data: bytes) -> UploadTexts:
+    """An upload's texts, parsed in the box (retrieval/documents/box.py): no parser runs unbounded here."""
+    return box.run(upload_texts, name, data, _upload_caps(), what=name)
 
 
-def document_text(data: bytes) -> str | None:
-    """The text a file is stored as: UTF-8 text as is, a PDF as Markdown of its pages; None for other binaries.
-    An unreadable PDF raises InvalidArgument."""
-    if is_pdf(data):
-        return pdf_markdown(data)
-    return decode_text(data)
-
-
-def _zip_members(data: bytes) -> tuple[list[tuple[str, bytes]], list[dict]]:
-    """Regular files of a zip as (relative path, bytes); unsafe or oversized entries are refused, not skipped."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise InvalidArgument(f"not a valid zip archive: {exc}", loc=["temp_file_id"]) from exc
-    infos = [info for info in archive.infolist() if not info.is_dir()]
-    if len(infos) > settings.OVSITE_MAX_UPLOAD_FILES:
-        raise PayloadTooLarge(
-            f"the archive holds {len(infos)} files; the limit is {settings.OVSITE_MAX_UPLOAD_FILES}",
-            {"limit_files": settings.OVSITE_MAX_UPLOAD_FILES},
-        )
-    expanded = sum(info.file_size for info in infos)
-    if expanded > settings.OVSITE_MAX_UPLOAD_BYTES * 5:
-        raise PayloadTooLarge(
-            f"the archive expands to {expanded} bytes; the limit is {settings.OVSITE_MAX_UPLOAD_BYTES * 5}",
-            {"limit_bytes": settings.OVSITE_MAX_UPLOAD_BYTES * 5, "size_bytes": expanded},
-        )
-    members, skipped = [], []
-    for info in infos:
-        path = PurePosixPath(info.filename)
-        if path.is_absolute() or ".." in path.parts or "\\" in info.filename:
-            raise InvalidArgument(f"unsafe path in archive: {info.filename}", loc=["temp_file_id"])
-        if any(part.startswith(".") for part in path.parts) or path.parts[0] == "__MACOSX":
-            skipped.append({"path": info.filename, "reason": "hidden file"})
-            continue
-        members.append((str(path), archive.read(info)))
-    return members, skipped
-
-
-def _texts(items: list[tuple[str, bytes]], skipped: list[dict]) -> list[tuple[str, str]]:
-    """The members stored as text; the others are reported in `skipped` (a folder of documents often holds an
-    image or two: refusing the whole archive for them would help no one)."""
-    out = []
-    for rel, data in items:
-        try:
-            text = document_text(data)
-        except InvalidArgument as exc:
-            skipped.append({"path": rel, "reason": exc.message})
-            continue
-        if text is None:
-            skipped.append({"path": rel, "reason": f"not {SUPPORTED}"})
-        else:
-            out.append((rel, text))
-    return out
+def file_text(name: str, data: bytes) -> str | None:
+    """One local file's text (manage.py import_dir): a PDF parsed in the box, UTF-8 text as is, None for other
+    binaries (a zip among them: a folder is imported file by file)."""
+    return box.run(document_text, data, _upload_caps(), what=name) if is_pdf(data) else decode_text(data)
 
 
 def add_resource(
@@ -145,29 +100,16 @@ def add_resource(
     """`POST /api/v1/resources`: a text file or a zip of a folder, placed under `viking://resources/{name}`."""
     upload_name, data = _take_upload(caller, temp_file_id)
     name = _UNSAFE_NAME.sub("_", (source_name or upload_name).strip()) or "resource"
-    is_zip = zipfile.is_zipfile(io.BytesIO(data))
-    if not is_zip and (name.lower().endswith(".zip") or data[:4] == b"PK\x03\x04"):
-        raise InvalidArgument(f"{name} is not a valid zip archive", loc=["temp_file_id"])
-    if is_zip and name.lower().endswith(".zip"):
+    parsed = parse_upload(name, data)
+    if parsed.is_zip and name.lower().endswith(".zip"):
         name = name[:-4]
     if to:
         root = parse_uri(to, user_id=caller.user_id).uri
     else:
         base = parse_uri(parent, user_id=caller.user_id).uri if parent else "viking://resources"
         root = f"{base}/{name}"
-    skipped: list[dict] = []
-    if is_zip:
-        members, skipped = _zip_members(data)
-        files = [(f"{root}/{rel}", text) for rel, text in _texts(members, skipped)]
-    else:
-        text = document_text(data)
-        if text is None:
-            raise InvalidArgument(
-                f"{name}: this binary type is not supported; send {SUPPORTED}, or a zip of them",
-                loc=["temp_file_id"],
-                type_="unsupported_media",
-            )
-        files = [(root, text)]
+    skipped = parsed.skipped
+    files = [(f"{root}/{rel}" if rel else root, text) for rel, text in parsed.files]
     if not files:
         raise InvalidArgument("the upload holds no text files", loc=["temp_file_id"], details={"skipped": skipped})
     tag_tuple = tuple(tags) if tags is not None else None
@@ -190,14 +132,28 @@ def add_resource(
 
 
 def skill_front_matter(text: str) -> dict:
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return {}
     try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
+        return load_front_matter(text)[0]
+    except (yaml.YAMLError, ValueError) as exc:
         raise InvalidArgument(f"SKILL.md front matter is not valid YAML: {exc}", loc=["data"]) from exc
-    return meta if isinstance(meta, dict) else {}
+
+
+def _skill_folder(texts: dict[str, str]) -> tuple[str, list[tuple[str, str]]]:
+    """(SKILL.md, the other files by their path inside its folder) of a zipped skill folder; a file outside
+    that folder would land nowhere the skill can name, so it refuses the archive."""
+    skill_md = min((rel for rel in texts if PurePosixPath(rel).name == "SKILL.md"), key=len, default=None)
+    if skill_md is None:
+        raise InvalidArgument("the skill archive has no SKILL.md", loc=["temp_file_id"])
+    folder = PurePosixPath(skill_md).parent
+    outside = sorted(rel for rel in texts if folder.parts and not PurePosixPath(rel).is_relative_to(folder))
+    if outside:
+        raise InvalidArgument(
+            f"the skill archive holds files outside {folder}/, the folder of its SKILL.md: {', '.join(outside[:3])}",
+            loc=["temp_file_id"],
+            details={"outside": outside[:20]},
+        )
+    text = texts.pop(skill_md)
+    return text, [(str(PurePosixPath(rel).relative_to(folder)), body) for rel, body in texts.items()]
 
 
 def _skill_from_data(data) -> tuple[str, str]:
@@ -221,17 +177,10 @@ def add_skill(*, caller: Caller, data=None, temp_file_id: str | None = None, tar
     skipped: list[dict] = []
     if temp_file_id:
         upload_name, raw = _take_upload(caller, temp_file_id)
-        if zipfile.is_zipfile(io.BytesIO(raw)):
-            members, skipped = _zip_members(raw)
-            texts = dict(_texts(members, skipped))
-            skill_md = next((rel for rel in texts if PurePosixPath(rel).name == "SKILL.md"), None)
-            if skill_md is None:
-                raise InvalidArgument("the skill archive has no SKILL.md", loc=["temp_file_id"])
-            prefix = str(PurePosixPath(skill_md).parent)
-            data = texts.pop(skill_md)
-            for rel, text in texts.items():
-                inside = str(PurePosixPath(rel).relative_to(prefix)) if prefix != "." else rel
-                extra.append((inside, text))
+        if is_zip(upload_name, raw):
+            parsed = parse_upload(upload_name, raw)
+            texts, skipped = dict(parsed.files), parsed.skipped
+            data, extra = _skill_folder(texts)
         else:
             data = decode_text(raw)
             if data is None:
@@ -261,7 +210,8 @@ def add_skill(*, caller: Caller, data=None, temp_file_id: str | None = None, tar
 
 def _skill_summary(row: dict) -> dict:
     """One skill as OpenViking lists it (plus ovsite's abstract and processing state)."""
-    meta = skill_front_matter(row["content"]) if row["content"].startswith("---") else {}
+    # A SKILL.md written through content/write was never checked: its listing shows what parses, never fails.
+    meta = front_matter(row["content"])[0]
     root = row["uri"].rsplit("/", 1)[0]
     return {
         "type": "skill",

@@ -2,22 +2,25 @@
 
 import hashlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected
 
 from core.auth import Caller
 from core.errors import Conflict, InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied
-from retrieval.documents import Section, named_sections
+from retrieval.documents import Section, box, documents_sections
 from retrieval.models import Context, ProcessingTask
 from retrieval.recount import write_counter
 from retrieval.uris import SCHEME, VikingUri, parse_file_uri, parse_uri
 from retrieval.waiting import wait_for_tasks
 
 WRITE_MODES = ("replace", "append", "create")
+WRITE_ATTEMPTS = 5  # a write that loses a deadlock to a processing task runs again (write_files)
 
 
 @dataclass(frozen=True)
@@ -59,22 +62,58 @@ def is_document(row) -> bool:
     return row.kind == "dir" and bool(row.content_hash)
 
 
-def _ensure_directories(caller: Caller, uris: set[str], now) -> None:
+# Beyond this many URI locks a transaction takes its account's lock alone: each advisory lock holds a slot of
+# PostgreSQL's shared lock table (max_locks_per_transaction × connections), which a few batches of 1,000 writes
+# would fill ("out of shared memory").
+URI_LOCKS_MAX = 128
+
+
+def _lock_key(*parts) -> int:
+    """A signed 64-bit advisory lock key (the one-bigint key space: profiles' roll-up lock is a small constant)."""
+    digest = hashlib.blake2b("\x00".join(map(str, parts)).encode(), digest_size=8, person=b"ovsite-write").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _lock_uris(caller: Caller, *, written: Iterable[str] = (), below: Iterable[str] = ()) -> None:
+    """Serialises the writers of the same nodes until the transaction ends (docs/api.md, "content/write"): an
+    exclusive advisory lock per node `written` (FOR UPDATE cannot lock a row that does not exist yet, and two first
+    writes of one URI would both insert it) and a shared one per directory that must exist `below` them (a file
+    written where another writer puts a directory). Every writer takes its account's lock first (shared; exclusive
+    for a transaction of more than URI_LOCKS_MAX nodes, instead of theirs), then the URIs' in key order, in one
+    statement: no two writers wait for each other in a cycle."""
+    account = caller.account_id
+    keys = {_lock_key(account, uri): False for uri in below}
+    keys.update({_lock_key(account, uri): True for uri in written})
+    locks = [(_lock_key(account), len(keys) > URI_LOCKS_MAX)]
+    if len(keys) <= URI_LOCKS_MAX:
+        locks += sorted(keys.items())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END::text"
+            " FROM unnest(%s::bigint[], %s::boolean[]) AS t(k, x)",
+            [[key for key, _ in locks], [exclusive for _, exclusive in locks]],
+        )
+
+
+def _ensure_directories(caller: Caller, uris: set[str], now, *, written: set[str] = frozenset()) -> list[str]:
     """Creates missing directories; a file standing where a directory must be is a conflict, and so is a
-    document: its sections are rewritten from the document, never one by one."""
-    if not uris:
-        return
-    clash = (
-        Context.objects.filter(account_id=caller.account_id, uri__in=uris)
+    document: its sections are rewritten from the document, never one by one. Returns the documents among the
+    nodes about to be `written`, read in the same statement (write_files locks their sections)."""
+    if not uris and not written:
+        return []
+    found = list(
+        Context.objects.filter(account_id=caller.account_id, uri__in=uris | written)
         .filter(Q(kind="file") | ~Q(content_hash=""))
+        .order_by("id")
         .values_list("uri", "kind")
-        .first()
     )
+    clash = next(((uri, kind) for uri, kind in found if uri in uris), None)
     if clash and clash[1] == "file":
         raise Conflict(f"{clash[0]} is a file, so it cannot hold other nodes", {"uri": clash[0]})
     if clash:
         raise Conflict(f"{clash[0]} is a document; write the whole document to change its sections", {"uri": clash[0]})
     Context.objects.bulk_create([_dir_node(caller, uri, now) for uri in sorted(uris)], ignore_conflicts=True)
+    return [uri for uri, kind in found if uri in written and kind == "dir"]
 
 
 def _new_task(caller: Caller, kind: str, uris: list[str], *, touching: list[str] | None = None) -> ProcessingTask:
@@ -92,15 +131,29 @@ def _schedule(task: ProcessingTask) -> None:
     transaction.on_commit(lambda: process_task.delay(str(task.id)))
 
 
-def _sectioned(target: VikingUri, content: str) -> list[tuple[str, Section]]:
-    """The sections of a resource document or a SKILL.md; [] when it stays one file node (a memory, a skill's
-    auxiliary file, a document of a single section: a directory of one child would hold the same text twice)."""
+def _sectionable(target: VikingUri) -> bool:
+    """A resource document or a SKILL.md is parsed into sections; a memory or a skill's auxiliary file is not."""
     if not settings.OVSITE_SECTION_TREES:
+        return False
+    return target.context_type == "resource" or (target.context_type == "skill" and target.name == "SKILL.md")
+
+
+def _parse_documents(documents: list[tuple[VikingUri, str]]) -> dict[str, list[tuple[str, Section]]]:
+    """Each document's sections by URI, parsed in one box (retrieval/documents/box.py: no parser runs unbounded in
+    the web process); [] for a document of a single section (a directory of one child would hold its text twice)."""
+    if not documents:
+        return {}
+    texts = [(target.uri, content) for target, content in documents]
+    parsed = box.run(documents_sections, texts, settings.OVSITE_SECTION_MAX_CHARS, what=texts[0][0])
+    return {uri: sections if len(sections) > 1 else [] for (uri, _), sections in zip(texts, parsed, strict=True)}
+
+
+def _sectioned(target: VikingUri, content: str, parsed: dict[str, list]) -> list[tuple[str, Section]]:
+    """A write's sections: parsed before its transaction, or now for an append (its text is known only under the
+    lock)."""
+    if not _sectionable(target):
         return []
-    if target.context_type != "resource" and not (target.context_type == "skill" and target.name == "SKILL.md"):
-        return []
-    sections = named_sections(target.name, content, settings.OVSITE_SECTION_MAX_CHARS)
-    return sections if len(sections) > 1 else []
+    return (parsed if target.uri in parsed else _parse_documents([(target, content)]))[target.uri]
 
 
 def _replace_sections(
@@ -224,15 +277,63 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
     nested = sorted(ancestors & set(uris))
     if nested:
         raise Conflict(f"{nested[0]} is written as a file and would also hold other nodes", {"uri": nested[0]})
+    counter = write_counter()
+    # Parsed before any lock is taken; an append's text, known only under the lock, is parsed there.
+    presectioned = _parse_documents(
+        [
+            (target, write.content)
+            for target, write in zip(parsed, writes, strict=True)
+            if write.mode != "append" and _sectionable(target)
+        ]
+    )
+    attempt = 1
+    while True:
+        try:
+            return _write_locked(caller, parsed, writes, ancestors, kind, now, counter, presectioned)
+        except OperationalError as exc:
+            # A deadlock with a processing task (it updates the rows this transaction locks, in an order of its
+            # own): PostgreSQL rolled the transaction back, so it runs again, unless it was part of an outer one.
+            deadlock = isinstance(exc.__cause__, DeadlockDetected)
+            if not deadlock or attempt == WRITE_ATTEMPTS or connection.in_atomic_block:
+                raise
+            attempt += 1
+
+
+def _lock_rows(caller: Caller, uris: set[str], documents: list[str]) -> list[Context]:
+    """The nodes at `uris` and the sections of the `documents` among them, locked FOR UPDATE in the order a
+    processing task updates them (files, then directories; each by id): a write waiting for the task's rows holds
+    none the task waits for (locked the other way round, a document's node before its sections, the two deadlocked).
+    `documents` is a list, not a subquery: a subquery under the OR would keep this statement off the indexes."""
+    nodes = Q(uri__in=uris) | Q(parent_uri__in=documents) if documents else Q(uri__in=uris)
+    return list(
+        Context.objects.select_for_update()
+        .filter(nodes, account_id=caller.account_id)
+        .order_by("-kind", "id")  # "file" before "dir"
+    )
+
+
+def _write_locked(
+    caller: Caller,
+    parsed: list[VikingUri],
+    writes: list[FileWrite],
+    ancestors: set[str],
+    kind: str,
+    now,
+    counter,
+    presectioned: dict[str, list],
+) -> dict:
+    """write_files' transaction. Its writers of the same URIs run one after the other (`_lock_uris`), so the first
+    write of a new URI has exactly one winner: the next one finds the row (`create`: a conflict; `replace`: the last
+    writer wins; `append`: appends to the text the winner left)."""
+    uris = [p.uri for p in parsed]
+    targets = set(uris)
     changed: list[str] = []
     processing: list[str] = []
-    counter = write_counter()
     with transaction.atomic():
-        _ensure_directories(caller, ancestors, now)
-        existing = {
-            row.uri: row
-            for row in Context.objects.select_for_update().filter(account_id=caller.account_id, uri__in=uris)
-        }
+        # Taken before anything is read: every read below sees the last committed writer's rows.
+        _lock_uris(caller, written=targets, below=ancestors)
+        documents = _ensure_directories(caller, ancestors, now, written=targets)
+        existing = {row.uri: row for row in _lock_rows(caller, targets, documents) if row.uri in targets}
         for target, write in zip(parsed, writes, strict=True):
             row = existing.get(target.uri)
             if row is not None and row.kind == "dir" and not is_document(row):
@@ -240,6 +341,13 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             if row is not None and write.mode == "create":
                 raise Conflict(f"{target.uri} already exists", {"uri": target.uri})
             content = row.content + write.content if row is not None and write.mode == "append" else write.content
+            size = len(content.encode())
+            if size > settings.OVSITE_MAX_CONTENT_BYTES:  # an append: the request's part alone was checked above
+                raise PayloadTooLarge(
+                    f"{write.uri}: appending makes the content {size} bytes, "
+                    f"above the limit of {settings.OVSITE_MAX_CONTENT_BYTES} bytes",
+                    {"uri": write.uri, "size_bytes": size, "limit_bytes": settings.OVSITE_MAX_CONTENT_BYTES},
+                )
             digest = content_hash(content)
             tags = list(write.tags) if write.tags is not None else (row.tags if row else [])
             # A memory is its last writer's statement; resources and skills are shared, nobody's in particular.
@@ -253,7 +361,7 @@ def write_files(*, caller: Caller, writes: list[FileWrite], kind: str = "write")
             ):
                 continue  # unchanged: nothing to redo
             changed.append(target.uri)
-            sections = _sectioned(target, content)
+            sections = _sectioned(target, content, presectioned)
             if sections:
                 processing += _write_document(caller, target, row, content, digest, tags, sections, now, counter)
                 continue
@@ -330,8 +438,10 @@ def make_directory(*, caller: Caller, uri: str) -> dict:
     target = parse_file_uri(uri, user_id=caller.user_id)
     check_writable(caller, target)
     now = timezone.now()
+    directories = set(target.ancestors()) | {target.uri}
     with transaction.atomic():
-        _ensure_directories(caller, set(target.ancestors()) | {target.uri}, now)
+        _lock_uris(caller, below=directories)
+        _ensure_directories(caller, directories, now)
         task = _new_task(caller, "mkdir", [target.uri])
         _schedule(task)
     return {"uri": target.uri, "task_id": str(task.id)}

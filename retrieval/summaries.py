@@ -15,6 +15,7 @@ _SUMMARY_HEADING = re.compile(r"^#{1,6}\s*summary\s*$", re.IGNORECASE | re.MULTI
 _NEXT_HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)
 _HEADING_MARKS = re.compile(r"^#{1,6}\s+")
+_FRONT_MATTER_FIELD = re.compile(r"^(name|description):[ \t]*(\S.*)$", re.MULTILINE)
 
 
 def clip(text: str, limit: int = ABSTRACT_MAX_CHARS) -> str:
@@ -31,7 +32,8 @@ def clip(text: str, limit: int = ABSTRACT_MAX_CHARS) -> str:
 
 def _front_matter_line(front: str) -> str:
     """`name: description` of a SKILL.md-style front matter, or ""."""
-    fields = dict(re.findall(r"^(name|description):\s*(.+?)\s*$", front, re.MULTILINE))
+    # [ \t]* and \S meet nowhere: linear on any line (a lazy `.+?` before `\s*$` backtracked quadratically).
+    fields = {key: value.rstrip() for key, value in _FRONT_MATTER_FIELD.findall(front)}
     if "description" not in fields:
         return ""
     return f"{fields['name']}: {fields['description']}" if "name" in fields else fields["description"]

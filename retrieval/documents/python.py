@@ -30,9 +30,15 @@ def skeleton(node: ast.AST, indent: str = "") -> list[str]:
 def parse(text: str) -> list[Section]:
     """Each section's text starts with its skeleton (what its abstract shows), then the source itself."""
     try:
-        module = ast.parse(text)
+        return _sections(ast.parse(text), text)
     except SyntaxError as exc:
         raise InvalidArgument(f"not valid Python: {exc.msg} (line {exc.lineno})", loc=["content"]) from exc
+    # A source nested deeper than the parser's or the unparser's stack (`-` * 200_000 + `1`): text, not Python.
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise InvalidArgument(f"Python too deeply nested to parse: {type(exc).__name__}", loc=["content"]) from exc
+
+
+def _sections(module: ast.Module, text: str) -> list[Section]:
     sections = []
     doc = ast.get_docstring(module)
     head = [n for n in module.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]

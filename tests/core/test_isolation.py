@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from rest_framework.test import APIClient
 
@@ -635,3 +636,16 @@ def test_dev_mode_refuses_account_keys_on_the_admin_api(dev_mode, method, path, 
     alice = dev_mode["alice"]
     response = alice.get(path) if method == "get" else alice.post(path, body)
     assert_error(response, 403, "PERMISSION_DENIED")
+
+
+def test_an_upload_is_its_uploaders_alone_until_used(w, settings, tmp_path):
+    """Another user of the same account who learns the temporary id cannot claim the file (nor see it exists)."""
+    settings.OVSITE_UPLOAD_DIR = tmp_path
+    upload = w["alice"].client.post(
+        "/api/v1/resources/temp_upload", {"file": SimpleUploadedFile("notes.md", b"# Notes\n\nalice's 4711")}
+    )
+    temp_id = w["alice"].ok(upload)["temp_file_id"]
+    for body in ({"temp_file_id": temp_id}, {"temp_file_id": temp_id, "to": "viking://resources/stolen"}):
+        assert_error(w["bob"].post("/api/v1/resources", body), 404, "NOT_FOUND")
+    assert_error(w["bob"].post("/api/v1/skills", {"temp_file_id": temp_id}), 404, "NOT_FOUND")
+    assert w["alice"].ok(w["alice"].post("/api/v1/resources", {"temp_file_id": temp_id, "wait": True}))["files"] == 1
