@@ -27,7 +27,11 @@ computed here, at 10 and 50.
 Without --base-url it starts its own gunicorn (two workers, dev mode: no OVSITE_ROOT_API_KEY, loopback) on the
 database `ovsite_bench_conversation` (migrated, emptied first), measures it and rewrites the
 `conversation:<corpus>` section of bench/RESULTS.md; with --base-url it measures that server over HTTP only, in a
-section of its own, and removes the turns it wrote afterwards.
+section of its own, and removes the turns it wrote afterwards. A local run analyses the bench database's nodes after
+the load (`analyze`): the lexical side reads the store's stop words from PostgreSQL's statistics.
+
+The quality gate (bench/gate.py, `make bench-quality`) measures the generated corpus and LoCoMo through `gate`, on
+this CLI's `run_local`: the server's default search mode, /find limit 10, context and /recall at 400 and 1600.
 """
 
 import heapq
@@ -212,10 +216,19 @@ def choose(questions: list, n: int, seed: int) -> list:
 
 
 def measure(
-    base_url: str, api_key: str | None, corpus, questions: list, modes: list[str], clients: int, remove_after: bool
+    base_url: str,
+    api_key: str | None,
+    corpus,
+    questions: list,
+    modes: list[str],
+    clients: int,
+    remove_after: bool,
+    paths: dict = PATHS,
+    after_load=None,
 ) -> dict:
-    """Loads the corpus on the server at `base_url`, asks every question on every path in every supported mode
-    (`clients` questions at a time), and computes the BM25 baseline."""
+    """Loads the corpus on the server at `base_url` (then calls `after_load`, if given), asks every question on
+    every path of `paths` (labels of PATHS) in every supported mode (`clients` questions at a time), and computes the
+    BM25 baseline."""
     from tqdm import tqdm
 
     uri_of = {(t.conv, t.dia_id): turn_uri(t) for t in corpus.turns}
@@ -223,6 +236,8 @@ def measure(
     run = {"rows": {}, "support": {}, "seconds": {}, "reported": defaultdict(Counter)}
     with _client(base_url, api_key) as client:
         run["seconds"]["ingest"] = load(client, corpus)
+        if after_load:
+            after_load()
         for mode in modes:
             run["support"][mode] = supported(client, mode, questions[0].query)
 
@@ -230,7 +245,7 @@ def measure(
             question, wanted = asked_question
             field = {} if mode == "default" else {"search_mode": mode}
             out = {}
-            for label, (endpoint, extra) in PATHS.items():
+            for label, (endpoint, extra) in paths.items():
                 if run["support"][mode][endpoint]:
                     result = _result(client.post(endpoint, json={"query": question.query, **extra, **field}))
                     stats = result.get("stats") or {}  # /find has none, nor has OpenViking's context answer
@@ -388,7 +403,16 @@ def render(
     return "\n".join(lines)
 
 
-def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[dict, str]:
+def analyze() -> None:
+    """Fresh statistics of the bench database's nodes. The lexical side reads a store's stop words (and its broad
+    terms' frequencies) from PostgreSQL's statistics of the lexemes column (retrieval/search/query.py,
+    `store_term_shares`); left to autovacuum, a run's questions may start before it has analysed the new turns and
+    read those of the database's previous contents: two runs of one tree then differed by up to 1.5 points."""
+    with harness.raw_connection() as conn:
+        conn.execute("ANALYZE retrieval_context")
+
+
+def run_local(corpus, questions: list, modes: list[str], clients: int, paths: dict = PATHS) -> tuple[dict, str]:
     """Migrates and empties the bench database, then measures a gunicorn of this checkout on it."""
     harness.migrated_database()
     with harness.raw_connection() as conn:  # an earlier run's turns (or another corpus's) must not compete
@@ -398,13 +422,55 @@ def run_local(corpus, questions: list, modes: list[str], clients: int) -> tuple[
     server = harness.Gunicorn(2, env={"OVSITE_QUERY_VECTOR_CACHE": "1024"})
     server.start()
     try:
-        run = measure(server.url, None, corpus, questions, modes, clients, remove_after=False)
+        run = measure(
+            server.url, None, corpus, questions, modes, clients, remove_after=False, paths=paths, after_load=analyze
+        )
     finally:
         server.stop()
     return (
         run,
         f"gunicorn `{server.command}` of this checkout, database `{harness.database()}` (emptied first), dev mode",
     )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# bench/gate.py's conversation suites
+
+GATE_PATHS = {  # the gate's request names → labels of PATHS
+    "/find@10": "/find limit 10",
+    "context 400": "/search context 400",
+    "context 1600": "/search context 1600",
+    "/recall 400": "/recall 400",
+    "/recall 1600": "/recall 1600",
+}
+GATE_QUESTIONS = {"generated": 400, "locomo": 0}  # as the CLI's runs in bench/RESULTS.md: 400 of 516, all 1,535
+
+
+def locomo_file() -> Path | None:
+    """LoCoMo in bench/.data (locomo10.json, else locomo10.zip), if it is there."""
+    data = harness.ROOT / "bench" / ".data"
+    return next((path for path in (data / "locomo10.json", data / "locomo10.zip") if path.exists()), None)
+
+
+def gate(corpus) -> dict:
+    """bench/gate.py's figures for `corpus`: in the server's default search mode, evidence recall per question kind
+    and over all, and the multi-hop all-evidence rate, for /find limit 10, /search context and /recall at 400 and
+    1600 tokens (the CLI's own `run_local`, on these paths only; the seeded question sample of GATE_QUESTIONS)."""
+    questions = choose(corpus.questions, GATE_QUESTIONS.get(corpus.name, 0), conversation_corpus.SEED)
+    paths = {label: PATHS[label] for label in GATE_PATHS.values()}
+    run, server = run_local(corpus, questions, ["default"], 2, paths)
+    rows = run["rows"]["default"]
+    figures = {
+        f"evidence recall: {kind or 'all'}": {
+            request: _recall(rows[label], kind) for request, label in GATE_PATHS.items()
+        }
+        for kind in (*corpus.kinds, None)  # None: every question
+    }
+    figures["multi-hop: all evidence"] = {
+        request: _mean([r["all"] for r in rows[label] if r["kind"] == "multi-hop"])
+        for request, label in GATE_PATHS.items()
+    }
+    return {"figures": figures, "questions": len(questions), "server": server}
 
 
 def main() -> int:

@@ -32,6 +32,9 @@ reports them, are summarised. The per-question misses go to the console only, ea
 `/find` ranks the answering item. Without --base-url it runs on its own database `ovsite_bench_recall` with the
 shipped settings; with --base-url the memories go to `--user`'s space (the key's user, `default` unless told), in a
 `recall-bench` folder of each category, and the run refuses a user whose `profile.md` is not the corpus's own.
+
+The quality gate (bench/gate.py, `make bench-quality`) runs both suites through `gate_docs` and `gate_recall`, on the
+same code as this CLI: the shipped shape only, with /find limit 10 and /recall beside /search context.
 """
 
 import statistics
@@ -114,48 +117,82 @@ def large_ingest(client) -> tuple[int, float]:
     return nodes, seconds
 
 
-def ask(client, query: str, max_tokens: int, detail: str) -> dict:
-    return _result(
-        client.post(
-            "/api/v1/search/search",
-            json={"query": query, "mode": "context", "max_tokens": max_tokens, "detail": detail},
-        )
-    )
+def ask(client, query: str, max_tokens: int, detail: str | None, endpoint: str = "context") -> dict:
+    """`POST /api/v1/search/search {query, mode: "context", max_tokens[, detail]}`, or with endpoint "recall"
+    `POST /api/v1/search/recall {query, max_tokens[, detail]}`; `detail` None sends none (the server's default)."""
+    body = {"query": query, "max_tokens": max_tokens, **({"detail": detail} if detail else {})}
+    if endpoint == "recall":
+        return _result(client.post("/api/v1/search/recall", json=body))
+    return _result(client.post("/api/v1/search/search", json={**body, "mode": "context"}))
 
 
-def measure(base_url: str, api_key: str | None = None) -> dict:
-    """Loads the corpus on the server at `base_url`, asks every question at every budget and detail, removes it."""
+def _found(result: dict) -> list[str]:
+    """The URIs of /find's hits, every bucket."""
+    return [hit["uri"] for key in ("memories", "resources", "skills") for hit in result.get(key, [])]
+
+
+def measure(
+    base_url: str,
+    api_key: str | None = None,
+    *,
+    details: tuple[str | None, ...] = DETAILS,
+    endpoints: tuple[str, ...] = ("context",),
+    find_limit: int | None = None,
+    large: bool = True,
+) -> dict:
+    """Loads the corpus on the server at `base_url`, asks every question at every budget and detail of every
+    endpoint (`cells[(endpoint, max_tokens, detail)]`: "context" is /search context, "recall" /recall), removes it.
+    With `find_limit`, `find` also has each question's `POST /api/v1/search/find {query, limit}`: is the gold
+    document or one of its sections among the hits. With `large`, times the ingest of the 200 KB manual after."""
     with _client(base_url, api_key) as client:
         started = time.perf_counter()
         nodes = load_corpus(client)
         ingest_s = time.perf_counter() - started
-        cells = {}
+        cells, find = {}, []
         try:
-            for max_tokens in BUDGETS:
-                for detail in DETAILS:
-                    rows = []
-                    for question in QUESTIONS:
-                        result = ask(client, question.query, max_tokens, detail)
-                        gold = f"{ROOT_URI}/{question.document}"
-                        uris = [entry["uri"] for entry in result["entries"]]
-                        stats = result.get("stats") or {}  # OpenViking's answer carries none
-                        rows.append(
-                            {
-                                "language": question.language,
-                                "deep": question.deep,
-                                "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
-                                "answer": question.answer in result["rendered"],
-                                "used": stats.get("used_tokens"),
-                                "entries": len(uris),
-                                "merged": stats.get("merged", {}).get("sections", 0),
-                                "saved": stats.get("merged", {}).get("saved_tokens", 0),
-                            }
-                        )
-                    cells[(max_tokens, detail)] = rows
+            for question in QUESTIONS if find_limit else ():
+                found = _result(client.post("/api/v1/search/find", json={"query": question.query, "limit": find_limit}))
+                gold = f"{ROOT_URI}/{question.document}"
+                find.append(
+                    {
+                        "language": question.language,
+                        "deep": question.deep,
+                        "gold": any(uri == gold or uri.startswith(gold + "/") for uri in _found(found)),
+                    }
+                )
+            for endpoint in endpoints:
+                for max_tokens in BUDGETS:
+                    for detail in details:
+                        rows = []
+                        for question in QUESTIONS:
+                            result = ask(client, question.query, max_tokens, detail, endpoint)
+                            gold = f"{ROOT_URI}/{question.document}"
+                            uris = [entry["uri"] for entry in result["entries"]]
+                            stats = result.get("stats") or {}  # OpenViking's answer carries none
+                            rows.append(
+                                {
+                                    "language": question.language,
+                                    "deep": question.deep,
+                                    "gold": any(uri == gold or uri.startswith(gold + "/") for uri in uris),
+                                    "answer": question.answer in result["rendered"],
+                                    "used": stats.get("used_tokens"),
+                                    "entries": len(uris),
+                                    "merged": stats.get("merged", {}).get("sections", 0),
+                                    "saved": stats.get("merged", {}).get("saved_tokens", 0),
+                                }
+                            )
+                        cells[(endpoint, max_tokens, detail)] = rows
         finally:
             remove_corpus(client)
-        large_nodes, large_s = large_ingest(client)
-    return {"nodes": nodes, "ingest_s": ingest_s, "large_nodes": large_nodes, "large_s": large_s, "cells": cells}
+        large_nodes, large_s = large_ingest(client) if large else (None, None)
+    return {
+        "nodes": nodes,
+        "ingest_s": ingest_s,
+        "large_nodes": large_nodes,
+        "large_s": large_s,
+        "cells": cells,
+        "find": find,
+    }
 
 
 def _saved(rows: list[dict]) -> str:
@@ -164,14 +201,19 @@ def _saved(rows: list[dict]) -> str:
     return f"{sum(r['merged'] for r in rows)} / {saved} ({saved / (used + saved):.1%})" if used + saved else "0 / 0"
 
 
-def _rate(rows: list[dict], key: str, language: str | None = None, deep: bool | None = None) -> str:
+def _hits(rows: list[dict], key: str, language: str | None = None, deep: bool | None = None) -> tuple[int, int]:
+    """(rows whose `key` holds, rows) among those of `language` and `deep` (None: any)."""
     chosen = [
         row
         for row in rows
         if (language is None or row["language"] == language) and (deep is None or row["deep"] == deep)
     ]
-    hits = sum(row[key] for row in chosen)
-    return f"{hits}/{len(chosen)} ({hits / len(chosen):.0%})"
+    return sum(row[key] for row in chosen), len(chosen)
+
+
+def _rate(rows: list[dict], key: str, language: str | None = None, deep: bool | None = None) -> str:
+    hits, n = _hits(rows, key, language, deep)
+    return f"{hits}/{n} ({hits / n:.0%})"
 
 
 def _median_used(rows: list[dict]) -> str:
@@ -217,7 +259,7 @@ def render(
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, run in runs.items():
-        for (max_tokens, detail), rows in run["cells"].items():
+        for (_, max_tokens, detail), rows in run["cells"].items():
             lines.append(
                 f"| {label} | {max_tokens} | {detail} | {_rate(rows, 'gold')} | "
                 f"{_rate(rows, 'answer')} | {_rate(rows, 'answer', 'en')} | {_rate(rows, 'answer', 'zh')} | "
@@ -239,6 +281,17 @@ def render(
     return "\n".join(lines)
 
 
+def measure_local(env: dict, **options) -> tuple[dict, str]:
+    """`measure(**options)` on a gunicorn of this checkout (one worker) with `env` over the shipped settings, on the
+    bench's own database (migrated); returns the run and the server's command line."""
+    server = harness.Gunicorn(1, env=env)
+    server.start()
+    try:
+        return measure(server.url, **options), server.command
+    finally:
+        server.stop()
+
+
 def run_local() -> tuple[dict, str]:
     """BEFORE and AFTER on a gunicorn of this checkout, one after the other, on the bench's own database."""
     harness.migrated_database()
@@ -249,17 +302,50 @@ def run_local() -> tuple[dict, str]:
         ("section tree, 450-char sections (shipped)", {}),
     )
     for label, env in shapes:
-        server = harness.Gunicorn(1, env=env)
-        server.start()
-        try:
-            runs[label] = measure(server.url)
-        finally:
-            server.stop()
-        command = server.command
+        runs[label], command = measure_local(env)
     return runs, (
         f"gunicorn `{command}` of this checkout, database `{harness.database()}`, `OVSITE_SECTION_TREES=false`, then "
         "`OVSITE_SECTION_MAX_CHARS=4000`, then the defaults"
     )
+
+
+def gate_request(endpoint: str, budget: int) -> str:
+    """How bench/gate.py names a context or recall request at a budget: "context 400", "/recall 1600"."""
+    return f"{'/recall' if endpoint == 'recall' else endpoint} {budget}"
+
+
+def _share(rows: list[dict], key: str, **only) -> float | None:
+    hits, n = _hits(rows, key, **only)
+    return hits / n if n else None
+
+
+def gate_docs() -> dict:
+    """bench/gate.py's docs suite: the shipped shape only, every question with the defaults alone (no `detail`):
+    /find limit 10 (gold in the hits), /search context and /recall at 400 and 1600 tokens (gold in entries, answer
+    in rendered: all, English, Chinese, deep). On the bench's own database, set by harness.configure."""
+    harness.migrated_database()
+    run, command = measure_local({}, details=(None,), endpoints=ENDPOINTS, find_limit=10, large=False)
+    requests = {
+        gate_request(endpoint, budget): run["cells"][(endpoint, budget, None)]
+        for endpoint in ENDPOINTS
+        for budget in BUDGETS
+    }
+    figures = {
+        "gold in entries": {"/find@10": _share(run["find"], "gold")}
+        | {request: _share(rows, "gold") for request, rows in requests.items()}
+    }
+    for metric, only in (
+        ("answer in rendered", {}),
+        ("answer in rendered: English", {"language": "en"}),
+        ("answer in rendered: Chinese", {"language": "zh"}),
+        ("answer in rendered: deep in a section", {"deep": True}),
+    ):
+        figures[metric] = {request: _share(rows, "answer", **only) for request, rows in requests.items()}
+    return {
+        "figures": figures,
+        "questions": len(QUESTIONS),
+        "server": f"gunicorn `{command}` of this checkout, database `{harness.database()}`, shipped settings",
+    }
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -335,11 +421,8 @@ def load_recall_corpus(client, user: str) -> float:
 
 
 def ask_endpoint(client, endpoint: str, query: str, max_tokens: int) -> dict:
-    if endpoint == "recall":
-        return _result(client.post("/api/v1/search/recall", json={"query": query, "max_tokens": max_tokens}))
-    return _result(
-        client.post("/api/v1/search/search", json={"query": query, "mode": "context", "max_tokens": max_tokens})
-    )
+    """`{query, max_tokens}` to /recall, `{query, mode: "context", max_tokens}` to /search: nothing else."""
+    return ask(client, query, max_tokens, None, endpoint)
 
 
 def _is_gold(uri: str, gold: str) -> bool:
@@ -372,12 +455,25 @@ def _gold_on_find(client, query: str, gold: str) -> str:
     return f"#{rank} of {len(hits)}, {hits[rank - 1]['score']:.3f}" if rank else f"not in {len(hits)} hits"
 
 
-def measure_recall(base_url: str, api_key: str | None, user: str) -> dict:
-    """Loads the corpus, asks every question of both endpoints at both budgets, diagnoses the misses, removes it."""
-    rows, diagnoses = [], {}
+def _find_has(client, query: str, gold: str, limit: int) -> bool:
+    """Whether `POST /api/v1/search/find {query, limit}` returns the answering item (or a node below it)."""
+    found = _result(client.post("/api/v1/search/find", json={"query": query, "limit": limit}))
+    return any(_is_gold(uri, gold) for uri in _found(found))
+
+
+def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = False) -> dict:
+    """Loads the corpus, asks every question of both endpoints at both budgets, diagnoses the misses, removes it.
+    With `find`, `find[n]` says for answerable question n whether /find with limit 10 (`at10`) and with limit 3
+    (`at3`: among the three best hits) returns its answering item."""
+    rows, diagnoses, found = [], {}, {}
     with _client(base_url, api_key) as client:
         ingest_s = load_recall_corpus(client, user)
         try:
+            for n, question in enumerate(recall_corpus.QUESTIONS if find else ()):
+                if question.item:
+                    gold = recall_corpus.BY_NAME[question.item].uri(user)
+                    found[n] = {"at10": _find_has(client, question.query, gold, 10)}
+                    found[n]["at3"] = _find_has(client, question.query, gold, 3)
             for max_tokens in BUDGETS:
                 for n, question in enumerate(recall_corpus.QUESTIONS):
                     gold = recall_corpus.BY_NAME[question.item].uri(user) if question.item else None
@@ -413,7 +509,7 @@ def measure_recall(base_url: str, api_key: str | None, user: str) -> dict:
                             diagnoses[n] = _gold_on_find(client, question.query, gold)
         finally:
             remove_recall_corpus(client, user)
-    return {"ingest_s": ingest_s, "rows": rows, "diagnoses": diagnoses}
+    return {"ingest_s": ingest_s, "rows": rows, "diagnoses": diagnoses, "find": found}
 
 
 def _answer_rate(rows: list[dict]) -> float | None:
@@ -573,15 +669,57 @@ def recall_misses(run: dict) -> str:
     return "\n".join(lines)
 
 
-def run_recall_local() -> tuple[dict, str]:
+def run_recall_local(find: bool = False) -> tuple[dict, str]:
+    """`measure_recall` on a gunicorn of this checkout with the shipped settings, on the bench's own database."""
     harness.migrated_database()
     server = harness.Gunicorn(1)
     server.start()
     try:
-        run = measure_recall(server.url, None, harness.USER)
+        run = measure_recall(server.url, None, harness.USER, find=find)
     finally:
         server.stop()
     return run, f"gunicorn `{server.command}` of this checkout, database `{harness.database()}`, shipped settings"
+
+
+def _mean_share(rows: list[dict]) -> float | None:
+    """The mean share of its budget a row's block used."""
+    return statistics.mean(row["used"] / row["budget"] for row in rows) if rows else None
+
+
+def gate_recall() -> dict:
+    """bench/gate.py's recall suite, on the shipped settings: per language group (and all answerable questions)
+    the share answered by /search context and /recall at 400 and 1600 tokens (answer string in `rendered`) and the
+    share whose answering item /find with limit 10 returns; for /recall, the mean share of the budget used on the
+    unanswerable questions and on the questions whose answering item is among /find's three best hits, and the
+    share of unanswerable questions given an empty block."""
+    run, server = run_recall_local(find=True)
+    rows, found, questions = run["rows"], run["find"], recall_corpus.QUESTIONS
+    figures = {}
+    for group in RECALL_GROUPS + (None,):  # None: every answerable question
+        asked = [n for n, q in enumerate(questions) if q.item and (group is None or recall_corpus.group(q) == group)]
+        figures[group or "all answerable"] = {"/find@10": statistics.mean(found[n]["at10"] for n in asked)} | {
+            gate_request(endpoint, budget): _answer_rate(_cell(rows, group, endpoint, budget))
+            for endpoint in ENDPOINTS
+            for budget in BUDGETS
+        }
+    recall = {budget: [r for r in rows if r["endpoint"] == "recall" and r["budget"] == budget] for budget in BUDGETS}
+    none = {budget: [r for r in cell if r["answered"] is None] for budget, cell in recall.items()}
+    top3 = {budget: [r for r in cell if found.get(r["question"], {}).get("at3")] for budget, cell in recall.items()}
+    figures["unanswerable: budget used, mean"] = {
+        gate_request("recall", budget): _mean_share(cell) for budget, cell in none.items()
+    }
+    figures["unanswerable: empty block"] = {
+        gate_request("recall", budget): statistics.mean(r["empty"] for r in cell) for budget, cell in none.items()
+    }
+    figures["answer in /find's top 3: budget used, mean"] = {
+        gate_request("recall", budget): _mean_share(cell) for budget, cell in top3.items()
+    }
+    return {
+        "figures": figures,
+        "lower_is_better": ["unanswerable: budget used, mean", "answer in /find's top 3: budget used, mean"],
+        "questions": len(questions),
+        "server": server,
+    }
 
 
 def recall_suite(args, command: str) -> int:
