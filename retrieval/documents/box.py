@@ -2,26 +2,29 @@
 wall-clock deadline, so that a runaway parse (an outline that loops, a decompression bomb, a pathological nesting or
 regex) costs a child that is killed, never the web process or the worker that asked (docs/operations.md, "Limits").
 
-A parse pays a fork of the process that asks, not an interpreter's start and imports (bench/RESULTS.md, "The
-parse box"); the parsers' modules are imported here, before any fork, so that no child imports them again. At most
+A parse pays a fork of a small forkserver that imported the parsers once, not an interpreter's start and imports
+(bench/RESULTS.md, "parse_box"). At most
 `concurrency` boxes run at once in a process: what parsing can add to a server's memory is that many times the
 memory limit.
 """
 
+import logging
 import multiprocessing
 import resource
 import signal
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 from core.errors import InvalidArgument, OvsiteError, PayloadTooLarge, ResourceExhausted
-from retrieval.documents import html, markdown, progress, python, uploads  # noqa: F401  (imported before any fork)
+from retrieval.documents import html, markdown, progress, python, uploads  # noqa: F401  (the forkserver's preload)
 
-# Forked from the asking process itself: a forkserver's children re-import the parent's main module (a console
-# script's, for gunicorn or celery) before each parse. A forked child runs one pure function of its arguments and
-# reports over a pipe; it touches no lock, connection or thread it inherits.
-_context = multiprocessing.get_context("fork")
+# Children fork from a forkserver: a fresh, single-threaded interpreter that imported the parsers once. A fork of the
+# server itself copies whatever lock another of its threads held (uvicorn's workers hung their second child that way,
+# tests/ovsite/test_serve_layout.py). "__main__" is preloaded too: each child would import the main script again.
+_context = multiprocessing.get_context("forkserver")
+_context.set_forkserver_preload(["__main__", "retrieval.documents.box"])
 _slots_lock = threading.Lock()
 _slots: dict[int, threading.BoundedSemaphore] = {}
 
@@ -51,6 +54,9 @@ def _virtual_size() -> int:
 
 
 def _child(conn, limits: BoxLimits, function, args) -> None:
+    # A parser's log records and warnings about a hostile file would only fill the server's log: the refusal says it.
+    logging.disable(logging.CRITICAL)
+    warnings.simplefilter("ignore")
     # The counters start at zero in a forked child: the CPU limit is this parse's alone.
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
     address_space = _virtual_size() + limits.memory_bytes

@@ -139,7 +139,7 @@ def test_rest_records_once_the_response_is_sent_not_before(corpus, path, view):
 
 def test_without_a_response_to_wait_for_the_event_is_recorded_at_once(corpus):
     """The MCP tools answer through the same service without an HTTP response of Django's: recorded inline."""
-    caller = authenticate_headers({}, "127.0.0.1")[0]
+    caller = authenticate_headers({}, "127.0.0.1", [])[0]
     result, timings = run_search(caller=caller, body={"query": "deploy", "mode": "context"})
     assert "record;dur=" in timings.header()["Server-Timing"]
     [event] = RecallEvent.objects.values(*EVENT_FIELDS)
