@@ -5,7 +5,7 @@ lands.
 
     make bench-quality                                 # .venv/bin/python -m bench.gate
     make bench-quality BENCH_ARGS=--update             # the same, then this run's figures become the baseline
-    options: --suites docs,recall,conversation-generated,conversation-locomo  --no-fail  --update  --json PATH
+    options: --suites docs,recall,coding,conversation-generated,conversation-locomo  --no-fail  --update  --json PATH
              --no-write
 
 The suites (SUITES), each measured by its own bench's code on a gunicorn of this checkout that the bench starts with
@@ -19,6 +19,11 @@ of its own (`python -m bench.gate --child NAME`), so each configures its own dat
   EN→ZH and all (/find@10: the answering item among the hits); for /recall, the mean share of the budget used on
   unanswerable questions and on questions whose answering item is among /find's three best hits, and the share of
   unanswerable questions given an empty block.
+- `coding` (bench/quality.py `gate_coding`): a coding agent's bilingual memory (bench/coding_corpus.py), measured by
+  the recall suite's code: dated incident memories whose answers sit in their `# Details`, past the `# Summary`
+  that is their abstract, runbooks and design docs with answers deep in later sections, and short preferences,
+  people, services and lessons; answered per group EN→EN, ZH→ZH, ZH→EN, EN→ZH, answer in details, answer deep in a
+  resource, identifier questions and all answerable, with the recall suite's /recall budget and empty-block figures.
 - `conversation-generated` (bench/conversation.py `gate`): the generated conversations, the CLI's seeded sample of
   400 of 516 questions, in the server's default search mode: evidence recall per question kind and over all, and the
   multi-hop all-evidence rate.
@@ -91,6 +96,12 @@ SUITES = (
         "a developer's bilingual store, EN/ZH and cross-language (bench.quality --suite recall)",
         quality.RECALL_DATABASE,
         quality.gate_recall,
+    ),
+    Suite(
+        "coding",
+        "a coding agent's bilingual memory: answers in events' Details and deep in documents (bench/coding_corpus.py)",
+        quality.CODING_DATABASE,
+        quality.gate_coding,
     ),
     Suite(
         "conversation-generated",

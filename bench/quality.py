@@ -34,14 +34,16 @@ shipped settings; with --base-url the memories go to `--user`'s space (the key's
 `recall-bench` folder of each category, and the run refuses a user whose `profile.md` is not the corpus's own.
 
 The quality gate (bench/gate.py, `make bench-quality`) runs both suites through `gate_docs` and `gate_recall`, on the
-same code as this CLI: the shipped shape only, with /find limit 10 and /recall beside /search context.
+same code as this CLI: the shipped shape only, with /find limit 10 and /recall beside /search context; and its
+`coding` suite through `gate_coding`: the recall suite's code on bench/coding_corpus.py's store, a coding agent's
+memory whose answers sit in events' Details and deep in runbooks and design docs.
 """
 
 import statistics
 import sys
 import time
 
-from bench import harness, recall_corpus
+from bench import coding_corpus, harness, recall_corpus
 from bench.quality_corpus import DOCUMENTS, QUESTIONS
 
 DATABASE = "ovsite_bench_quality"
@@ -51,6 +53,7 @@ DETAILS = ("auto", "abstract", "full")
 SECTION_BEGIN, SECTION_END = "<!-- quality:begin -->", "<!-- quality:end -->"
 LARGE_URI = f"{ROOT_URI}-large/manual.md"
 RECALL_DATABASE = "ovsite_bench_recall"
+CODING_DATABASE = "ovsite_bench_coding"
 RECALL_MARKERS = ("<!-- recall_quality:begin -->", "<!-- recall_quality:end -->")
 ENDPOINTS = ("context", "recall")  # /search mode="context" and /recall, each sent nothing but query and max_tokens
 RECALL_GROUPS = ("EN→EN", "ZH→ZH", "ZH→EN", "EN→ZH")  # question → item language; the unanswerable ones apart
@@ -352,13 +355,14 @@ def gate_docs() -> dict:
 # --suite recall: /recall {query, max_tokens} against /search mode="context" with the server's defaults
 
 
-def _recall_roots(user: str) -> list[str]:
-    """Where the corpus is written: each memory category's bench folder and the resources' bench folder."""
+def _recall_roots(user: str, corpus=recall_corpus) -> list[str]:
+    """Where the corpus is written: each memory category's bench folder and the resources' bench folder. `corpus`
+    is bench/recall_corpus.py or a module with its API (bench/coding_corpus.py)."""
     return [
-        f"viking://user/{user}/memories/{kind}/{recall_corpus.BENCH_FOLDER}"
-        for kind in recall_corpus.KINDS
+        f"viking://user/{user}/memories/{kind}/{corpus.BENCH_FOLDER}"
+        for kind in corpus.KINDS
         if kind not in ("profile", "resources", "skills")
-    ] + [recall_corpus.RESOURCES_ROOT]
+    ] + [corpus.RESOURCES_ROOT]
 
 
 def _remove(client, uri: str) -> None:
@@ -367,33 +371,33 @@ def _remove(client, uri: str) -> None:
         _result(response)
 
 
-def remove_recall_corpus(client, user: str) -> None:
-    for uri in _recall_roots(user) + [
-        item.uri(user) for item in recall_corpus.ITEMS if item.kind in ("profile", "skills")
+def remove_recall_corpus(client, user: str, corpus=recall_corpus) -> None:
+    for uri in _recall_roots(user, corpus) + [
+        item.uri(user) for item in corpus.ITEMS if item.kind in ("profile", "skills")
     ]:
         _remove(client, uri)
 
 
-def _batch_root(item, user: str) -> str:
+def _batch_root(item, user: str, corpus=recall_corpus) -> str:
     """The batch root OpenViking accepts (a memory category or a resource directory), which ovsite accepts too."""
     if item.kind == "resources":
-        return recall_corpus.RESOURCES_ROOT
+        return corpus.RESOURCES_ROOT
     return f"viking://user/{user}/memories/{item.kind}"
 
 
-def load_recall_corpus(client, user: str) -> float:
+def load_recall_corpus(client, user: str, corpus=recall_corpus) -> float:
     """Writes every item over HTTP and waits until the server has processed them; returns the seconds it took."""
-    profile = next(item for item in recall_corpus.ITEMS if item.kind == "profile")
-    existing = client.get("/api/v1/content/read", params={"uri": profile.uri(user)})
+    profile = next((item for item in corpus.ITEMS if item.kind == "profile"), None)
+    existing = client.get("/api/v1/content/read", params={"uri": profile.uri(user)}) if profile else None
     # The run removes what it wrote: a profile.md of the user's own must not be overwritten and then removed.
-    if existing.status_code == 200 and _result(existing) != profile.text:
+    if existing is not None and existing.status_code == 200 and _result(existing) != profile.text:
         raise RuntimeError(f"{profile.uri(user)} exists and is not the bench's; run with --user naming a bench user")
-    remove_recall_corpus(client, user)
+    remove_recall_corpus(client, user, corpus)
     started = time.perf_counter()
     batches: dict[str, list] = {}
-    for item in recall_corpus.ITEMS:
+    for item in corpus.ITEMS:
         if item.kind == "skills":
-            _result(client.post("/api/v1/skills", json={"data": item.text, "target_uri": recall_corpus.SKILLS_ROOT}))
+            _result(client.post("/api/v1/skills", json={"data": item.text, "target_uri": corpus.SKILLS_ROOT}))
         elif item.kind == "profile":  # a file of the memories folder itself, which is no batch root
             _result(
                 client.post(
@@ -401,7 +405,7 @@ def load_recall_corpus(client, user: str) -> float:
                 )
             )
         else:
-            batches.setdefault(_batch_root(item, user), []).append(item)
+            batches.setdefault(_batch_root(item, user, corpus), []).append(item)
     for root, items in batches.items():
         response = client.post("/api/v1/fs/mkdir", json={"uri": root})
         if response.status_code != 409:  # it exists already
@@ -461,22 +465,22 @@ def _find_has(client, query: str, gold: str, limit: int) -> bool:
     return any(_is_gold(uri, gold) for uri in _found(found))
 
 
-def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = False) -> dict:
-    """Loads the corpus, asks every question of both endpoints at both budgets, diagnoses the misses, removes it.
-    With `find`, `find[n]` says for answerable question n whether /find with limit 10 (`at10`) and with limit 3
-    (`at3`: among the three best hits) returns its answering item."""
+def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = False, corpus=recall_corpus) -> dict:
+    """Loads the corpus (bench/recall_corpus.py, or `corpus` with its API), asks every question of both endpoints
+    at both budgets, diagnoses the misses, removes it. With `find`, `find[n]` says for answerable question n whether
+    /find with limit 10 (`at10`) and with limit 3 (`at3`: among the three best hits) returns its answering item."""
     rows, diagnoses, found = [], {}, {}
     with _client(base_url, api_key) as client:
-        ingest_s = load_recall_corpus(client, user)
+        ingest_s = load_recall_corpus(client, user, corpus)
         try:
-            for n, question in enumerate(recall_corpus.QUESTIONS if find else ()):
+            for n, question in enumerate(corpus.QUESTIONS if find else ()):
                 if question.item:
-                    gold = recall_corpus.BY_NAME[question.item].uri(user)
+                    gold = corpus.BY_NAME[question.item].uri(user)
                     found[n] = {"at10": _find_has(client, question.query, gold, 10)}
                     found[n]["at3"] = _find_has(client, question.query, gold, 3)
             for max_tokens in BUDGETS:
-                for n, question in enumerate(recall_corpus.QUESTIONS):
-                    gold = recall_corpus.BY_NAME[question.item].uri(user) if question.item else None
+                for n, question in enumerate(corpus.QUESTIONS):
+                    gold = corpus.BY_NAME[question.item].uri(user) if question.item else None
                     for endpoint in ENDPOINTS:
                         result = ask_endpoint(client, endpoint, question.query, max_tokens)
                         entries, stats = result["entries"], result.get("stats") or {}
@@ -493,7 +497,7 @@ def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = F
                         rows.append(
                             {
                                 "question": n,
-                                "group": recall_corpus.group(question),
+                                "group": corpus.group(question),
                                 "endpoint": endpoint,
                                 "budget": max_tokens,
                                 "answered": question.answer in result["rendered"] if question.answer else None,
@@ -508,7 +512,7 @@ def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = F
                         if rows[-1]["answered"] is False and n not in diagnoses:
                             diagnoses[n] = _gold_on_find(client, question.query, gold)
         finally:
-            remove_recall_corpus(client, user)
+            remove_recall_corpus(client, user, corpus)
     return {"ingest_s": ingest_s, "rows": rows, "diagnoses": diagnoses, "find": found}
 
 
@@ -645,9 +649,9 @@ def render_recall(run: dict, command: str, server: str, markers: tuple[str, str]
     return "\n".join(lines)
 
 
-def recall_misses(run: dict) -> str:
+def recall_misses(run: dict, corpus=recall_corpus) -> str:
     """One line per answerable question an endpoint missed at a budget, /recall's first."""
-    questions = recall_corpus.QUESTIONS
+    questions = corpus.QUESTIONS
     misses = sorted(
         (r for r in run["rows"] if r["answered"] is False),
         key=lambda r: (-ENDPOINTS.index(r["endpoint"]), r["budget"], RECALL_GROUPS.index(r["group"])),
@@ -669,13 +673,13 @@ def recall_misses(run: dict) -> str:
     return "\n".join(lines)
 
 
-def run_recall_local(find: bool = False) -> tuple[dict, str]:
+def run_recall_local(find: bool = False, corpus=recall_corpus) -> tuple[dict, str]:
     """`measure_recall` on a gunicorn of this checkout with the shipped settings, on the bench's own database."""
     harness.migrated_database()
     server = harness.Gunicorn(1)
     server.start()
     try:
-        run = measure_recall(server.url, None, harness.USER, find=find)
+        run = measure_recall(server.url, None, harness.USER, find=find, corpus=corpus)
     finally:
         server.stop()
     return run, f"gunicorn `{server.command}` of this checkout, database `{harness.database()}`, shipped settings"
@@ -686,19 +690,20 @@ def _mean_share(rows: list[dict]) -> float | None:
     return statistics.mean(row["used"] / row["budget"] for row in rows) if rows else None
 
 
-def gate_recall() -> dict:
-    """bench/gate.py's recall suite, on the shipped settings: per language group (and all answerable questions)
-    the share answered by /search context and /recall at 400 and 1600 tokens (answer string in `rendered`) and the
-    share whose answering item /find with limit 10 returns; for /recall, the mean share of the budget used on the
-    unanswerable questions and on the questions whose answering item is among /find's three best hits, and the
-    share of unanswerable questions given an empty block."""
-    run, server = run_recall_local(find=True)
-    rows, found, questions = run["rows"], run["find"], recall_corpus.QUESTIONS
+def _gate_figures(run: dict, corpus, groups: dict) -> dict:
+    """The figures of a store suite's run (`measure_recall` with `find`): for each of `groups` (metric → which
+    answerable questions it counts) the share answered by /search context and /recall at 400 and 1600 tokens
+    (answer string in `rendered`) and the share whose answering item /find with limit 10 returns; for /recall, the
+    mean share of the budget used on the unanswerable questions and on the questions whose answering item is among
+    /find's three best hits, and the share of unanswerable questions given an empty block."""
+    rows, found, questions = run["rows"], run["find"], corpus.QUESTIONS
     figures = {}
-    for group in RECALL_GROUPS + (None,):  # None: every answerable question
-        asked = [n for n, q in enumerate(questions) if q.item and (group is None or recall_corpus.group(q) == group)]
-        figures[group or "all answerable"] = {"/find@10": statistics.mean(found[n]["at10"] for n in asked)} | {
-            gate_request(endpoint, budget): _answer_rate(_cell(rows, group, endpoint, budget))
+    for metric, counts in groups.items():
+        asked = {n for n, q in enumerate(questions) if q.item and counts(q)}
+        figures[metric] = {"/find@10": statistics.mean(found[n]["at10"] for n in asked)} | {
+            gate_request(endpoint, budget): _answer_rate(
+                [r for r in rows if r["question"] in asked and r["endpoint"] == endpoint and r["budget"] == budget]
+            )
             for endpoint in ENDPOINTS
             for budget in BUDGETS
         }
@@ -718,8 +723,36 @@ def gate_recall() -> dict:
         "figures": figures,
         "lower_is_better": ["unanswerable: budget used, mean", "answer in /find's top 3: budget used, mean"],
         "questions": len(questions),
-        "server": server,
     }
+
+
+def _language_groups(corpus) -> dict:
+    """EN→EN, ZH→ZH, ZH→EN, EN→ZH (question → item language), each a metric of `_gate_figures`."""
+    return {group: (lambda q, group=group: corpus.group(q) == group) for group in RECALL_GROUPS}
+
+
+def gate_recall() -> dict:
+    """bench/gate.py's recall suite, on the shipped settings: `_gate_figures` per language group and over all
+    answerable questions."""
+    run, server = run_recall_local(find=True)
+    groups = _language_groups(recall_corpus) | {"all answerable": lambda q: True}
+    return _gate_figures(run, recall_corpus, groups) | {"server": server}
+
+
+def gate_coding() -> dict:
+    """bench/gate.py's coding suite (bench/coding_corpus.py: a coding agent's bilingual memory, answers in events'
+    Details and deep in runbooks and design docs), on the shipped settings, with the recall suite's code:
+    `_gate_figures` per language group, for the answers in an event's Details, those deep in a resource, the
+    identifier questions, and over all answerable questions."""
+    coding_corpus.validate()
+    run, server = run_recall_local(find=True, corpus=coding_corpus)
+    groups = _language_groups(coding_corpus) | {
+        "answer in details": lambda q: q.where == "details",
+        "answer deep in a resource": lambda q: q.where == "deep",
+        "identifier": lambda q: q.identifier,
+        "all answerable": lambda q: True,
+    }
+    return _gate_figures(run, coding_corpus, groups) | {"server": server}
 
 
 def recall_suite(args, command: str) -> int:

@@ -196,3 +196,41 @@ def test_given_counts_replace_the_estimates():
     plan = plan_tiers([counted], Caps(max_tokens=1000))
     assert plan.used_tokens == 47 and plan.entries[0].tier == "abstract"
     assert plan_tiers([plain], Caps(max_tokens=1000)).used_tokens != 47
+
+
+def test_a_first_ranked_event_with_details_is_served_deeper_than_abstract_though_breadth_could_fill_the_budget():
+    """Issue 37, shape 1: a dated incident ranks first and its answer is in its Details; forty lower-ranked short
+    memories and resources could fill the block at abstract. The incident goes `full` (its head), the rest follow."""
+    incident = memory(
+        "2026/03/02/inc-2291", 0.72, abstract="INC-2291: the billing workers stalled. " * 3, content_tokens=900
+    )
+    short = [memory(f"note-{n}", 0.6 - n / 100, category="preferences", content_tokens=25) for n in range(40)]
+    caps = Caps(max_tokens=1600, depth_ranks=3)
+    plan = plan_tiers([incident, *short], caps)
+    first = plan.entries[0]
+    assert first.candidate is incident and first.tier == "full" and first.body_tokens == caps.per_entry_cap
+    assert plan.used_tokens <= caps.max_tokens
+    breadth_first = plan_tiers([incident, *short], replace(caps, depth_ranks=0))
+    assert breadth_first.entries[0].tier == "abstract"  # what the rule changes: without it, breadth starves depth
+
+
+def test_depth_first_keeps_to_its_share_and_skips_memories_no_deeper_than_their_abstract():
+    shallow = memory("short", 0.95, content_tokens=20)
+    deep = [memory(f"inc-{n}", 0.9 - n / 10, content_tokens=900) for n in range(3)]
+    filler = [memory(f"note-{n}", 0.5, category="preferences", content_tokens=25) for n in range(30)]
+    plan = plan_tiers([shallow, *deep, *filler], Caps(max_tokens=1000, depth_ranks=3))
+    by_name = {e.candidate.uri.rsplit("/", 1)[-1]: e for e in plan.entries}
+    # Half of 1000 holds one 400-token head: the first deep hit's. The second is within the ranks but past the share.
+    assert by_name["inc-0.md"].tier == "full" and by_name["inc-0.md"].body_tokens == 400
+    assert by_name["inc-1.md"].tier == "abstract" and by_name["inc-2.md"].tier == "abstract"
+    # Ranked first but no deeper than its abstract: not planned deep; breadth filled what its round 2 would have used.
+    assert by_name["short.md"].tier == "abstract"
+
+
+def test_fixed_detail_and_bootstrap_slots_plan_no_depth_first():
+    incident = memory("inc", 0.9, content_tokens=900)
+    short = [memory(f"note-{n}", 0.5, category="preferences", content_tokens=25) for n in range(60)]
+    assert plan_tiers([incident, *short], Caps(max_tokens=1600, detail="abstract", depth_ranks=3)).entries[0].tier == (
+        "abstract"
+    )
+    assert plan_tiers([incident, *short], Caps(max_tokens=1600)).entries[0].tier == "abstract"
