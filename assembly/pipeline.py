@@ -16,7 +16,7 @@ from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
-from assembly.planner import DEPTH_RANKS, MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
+from assembly.planner import MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from core.api import Timings
@@ -66,7 +66,6 @@ def _caps(params: ContextParams, settings_row, counter: Counter) -> Caps:
         detail=params.detail,
         events_budget=events_budget,
         family=counter.profile,
-        depth_ranks=DEPTH_RANKS,
     )
 
 

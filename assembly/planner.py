@@ -13,12 +13,6 @@ from retrieval.tokens import estimate_tokens
 TIER_ORDER = ("uri", "abstract", "overview", "full")
 RANK = {tier: i for i, tier in enumerate(TIER_ORDER)}
 MIN_HEAD_TOKENS = 64
-# Depth for the best hits (issue 37): in a search's block, the first DEPTH_RANKS candidates whose full text says
-# clearly more than their abstract (a dated event's Details below its Summary) are planned at `full` before breadth,
-# within DEPTH_SHARE of the budget. Breadth first served a top-ranked incident at its abstract while far-down hits
-# filled the block.
-DEPTH_RANKS = 3
-DEPTH_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -55,9 +49,6 @@ class Caps:
     detail: object = "auto"
     events_budget: int | None = None
     family: str = "o200k"
-    # How many of the best-ranked candidates may be planned at full before breadth (_depth_first): DEPTH_RANKS for a
-    # search's candidates; 0 for a bootstrap slot, whose order is the slot's own, not relevance.
-    depth_ranks: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,30 +128,10 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
     return 0
 
 
-def _depth_first(candidates: list[Candidate], caps: Caps, full_cost, family: str) -> dict[str, int]:
-    """{uri: body tokens} of the best hits planned at `full` before breadth (DEPTH_RANKS, DEPTH_SHARE): in auto
-    detail, among the first `caps.depth_ranks` candidates, each file that may go `full`, with the head that fits what
-    is left of the share (capped per entry), when that head holds at least MIN_HEAD_TOKENS more than its abstract."""
-    if caps.detail != "auto":
-        return {}
-    share, deep = int(caps.max_tokens * DEPTH_SHARE), {}
-    for candidate in candidates[: caps.depth_ranks]:
-        if candidate.kind != "file" or _ceiling(candidate, caps) != "full":
-            continue
-        # The head that fits what is left of the share (a small budget still reads past an event's Summary).
-        body = min(candidate.content_tokens, caps.per_entry_cap, share - full_cost(candidate, 0))
-        if body < _body_tokens(candidate, "abstract", family) + MIN_HEAD_TOKENS:
-            continue
-        share -= full_cost(candidate, body)
-        deep[candidate.uri] = body
-    return deep
-
-
 def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
     """RFC §3.4: round 0 everyone at abstract (or pinned tier), in the given order (a search's rank, best first,
     or a bootstrap slot's own order) — what does not fit becomes a `uri` line, then is dropped; round 1
-    directories up to overview; round 2 files up to full, capped per entry. In auto detail, the best hits whose
-    depth is worth it are planned at full within round 0 (_depth_first), so breadth cannot starve them."""
+    directories up to overview; round 2 files up to full, capped per entry."""
     family = caps.family
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []
@@ -204,10 +175,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
         return True
 
-    deep = _depth_first(candidates, caps, lambda c, body: cost_of(c, "full", body), family)
     for candidate in candidates:
-        if candidate.uri in deep and take(candidate, "full", deep[candidate.uri]):
-            continue
         if not take(candidate, *first_tier(candidate)) and not take(candidate, "uri", 0):
             dropped.append(candidate)
 

@@ -73,6 +73,7 @@ def server(django_db_setup, tmp_path_factory):
         yield url
         watch.stop()
         grown = rss_mb(process.popen.pid) - baseline
+        print(f"\nhostile inputs: the web process grew {grown:.0f} MB; slowest /health {watch.slowest:.2f} s")
         assert not watch.misses, f"/health failed {len(watch.misses)} times: {watch.misses[:5]}"
         assert watch.slowest < HEALTH_WITHIN_S
         assert grown < MEMORY_GROWTH_MAX_MB, f"the server grew by {grown:.0f} MB:\n{process.tail()}"
