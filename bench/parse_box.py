@@ -162,11 +162,13 @@ def render(run: dict, command: str) -> str:
 
 def main() -> None:
     args_parser = harness.parser(__doc__, DATABASE)
-    # Run as `-m bench.parse_box`, every box's child would import this module again before its parse (a
-    # forkserver's child re-imports a main module named by its spec). Named by its path instead, it is imported once,
-    # by the forkserver, as a server's main is (uvicorn's `-m uvicorn` is skipped outright; gunicorn's and celery's
-    # scripts are paths): the figures are a server's.
-    sys.modules["__main__"].__spec__ = None
+    # A forkserver's child imports the asking process's main module again before its parse, by its spec's name or
+    # its path (CPython 3.11's forkserver never preloads it: its preload asks spawn's data for a key spawn does not
+    # use). A server's main is skipped outright (`python -m uvicorn`, `python -m celery`: a package's __main__), so
+    # this bench hides its own main the same way, and its figures are a server's.
+    main_module = sys.modules["__main__"]
+    main_module.__spec__ = None
+    del main_module.__file__
     args_parser.add_argument("--rounds", type=int, default=40)
     args = args_parser.parse_args()
     harness.configure(args.database)
