@@ -22,7 +22,9 @@ from retrieval.documents import html, markdown, progress, python, uploads  # noq
 
 # Children fork from a forkserver: a fresh, single-threaded interpreter that imported the parsers once. A fork of the
 # server itself copies whatever lock another of its threads held (uvicorn's workers hung their second child that way,
-# tests/ovsite/test_serve_layout.py). "__main__" is preloaded too: each child would import the main script again.
+# tests/ovsite/test_serve_layout.py). A child imports the asking process's main module again before its parse unless
+# that is a package's __main__ (`python -m uvicorn`, `python -m celery`: the Procfile's); CPython 3.11 ignores
+# "__main__" in the preload list (it looks for a key spawn's data does not have), which later versions may honour.
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["__main__", "retrieval.documents.box"])
 _slots_lock = threading.Lock()
