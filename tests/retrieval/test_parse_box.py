@@ -58,11 +58,11 @@ def test_a_result_comes_back_from_the_child_and_the_child_is_limited():
 
 @pytest.mark.slow
 def test_a_parse_past_its_cpu_time_is_413_naming_the_file_it_reached():
-    started = time.monotonic()
+    # A wall-clock deadline far past the CPU limit: on a loaded machine a second of CPU takes longer than a second.
+    patient = box.BoxLimits(cpu_seconds=1, memory_bytes=LIMITS.memory_bytes, wall_seconds=60.0, concurrency=2)
     with pytest.raises(PayloadTooLarge) as refused:
-        box.run(_spin, "deep/loop.pdf", what="upload.zip", limits=LIMITS)
+        box.run(_spin, "deep/loop.pdf", what="upload.zip", limits=patient)
     assert refused.value.details == {"path": "deep/loop.pdf", "limit": "cpu_seconds", "limit_value": 1}
-    assert time.monotonic() - started < LIMITS.wall_seconds
 
 
 def test_a_parse_past_its_memory_is_413():
