@@ -16,12 +16,10 @@ source and licence): coding_store.jsonl, an `Item` a line, and coding_questions.
 is recall_corpus's, so bench/quality.py's recall measuring code runs on either module.
 """
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-_CORPORA = Path(__file__).resolve().parent / "corpora"
+from bench.harness import corpus_records
 
 BENCH_FOLDER = "coding-bench"  # below each memory category: the run removes only what it wrote
 RESOURCES_ROOT = f"viking://resources/{BENCH_FOLDER}"
@@ -56,14 +54,8 @@ class Question:
     identifier: bool  # the question names or asks for an identifier: service, error code, ticket id, config key
 
 
-def _records(name: str) -> list[dict]:
-    """A JSONL file's records, read by its "\n"-ended lines (see recall_corpus._records)."""
-    with (_CORPORA / name).open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines]
-
-
-ITEMS = [Item(**record) for record in _records("coding_store.jsonl")]
-QUESTIONS = [Question(**record) for record in _records("coding_questions.jsonl")]
+ITEMS = [Item(**record) for record in corpus_records("coding_store.jsonl")]
+QUESTIONS = [Question(**record) for record in corpus_records("coding_questions.jsonl")]
 BY_NAME = {item.name: item for item in ITEMS}
 
 

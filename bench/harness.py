@@ -379,6 +379,16 @@ def wait_quiet(max_s: float, busy_below: float = 0.2) -> float:
             return busy
 
 
+def corpus_records(name: str) -> list[dict]:
+    """The records of bench/corpora/`name`, a JSONL file. Its lines are read as the file's lines, which end at "\n"
+    only: str.splitlines() would also split at U+2028 and the like, which json.dumps(ensure_ascii=False) writes
+    unescaped."""
+    import json
+
+    with (ROOT / "bench" / "corpora" / name).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 

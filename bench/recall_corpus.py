@@ -11,11 +11,9 @@ The data is in bench/corpora/ (its README.md gives source and licence): recall_s
 skill's text is its whole SKILL.md, front matter included), and recall_questions.jsonl, a `Question` a line.
 """
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-_CORPORA = Path(__file__).resolve().parent / "corpora"
+from bench.harness import corpus_records
 
 BENCH_FOLDER = "recall-bench"  # below each memory category: the run removes only what it wrote
 RESOURCES_ROOT = f"viking://resources/{BENCH_FOLDER}"
@@ -49,15 +47,8 @@ class Question:
     language: str
 
 
-def _records(name: str) -> list[dict]:
-    """A JSONL file's records. Its lines are read as the file's lines, which end at "\n" only: str.splitlines()
-    would also split at U+2028 and the like, which json.dumps(ensure_ascii=False) writes unescaped."""
-    with (_CORPORA / name).open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines]
-
-
-ITEMS = [Item(**record) for record in _records("recall_store.jsonl")]
-QUESTIONS = [Question(**record) for record in _records("recall_questions.jsonl")]
+ITEMS = [Item(**record) for record in corpus_records("recall_store.jsonl")]
+QUESTIONS = [Question(**record) for record in corpus_records("recall_questions.jsonl")]
 BY_NAME = {item.name: item for item in ITEMS}
 
 
