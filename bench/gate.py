@@ -16,14 +16,17 @@ of its own (`python -m bench.gate --child NAME`), so each configures its own dat
   the shipped section tree only (not the CLI's before/after shapes), no `detail` sent. Gold in entries (/find@10:
   among the hits) and answer in rendered (all, English, Chinese, deep in a section).
 - `recall` (bench/quality.py `gate_recall`): one developer's bilingual store; answered per group EN→EN, ZH→ZH, ZH→EN,
-  EN→ZH and all (/find@10: the answering item among the hits); for /recall, the mean share of the budget used on
-  unanswerable questions and on questions whose answering item is among /find's three best hits, and the share of
-  unanswerable questions given an empty block.
+  EN→ZH and all (/find@10: the answering item among the hits); the cross-language groups ZH→EN and EN→ZH asked
+  again with `search_mode: "vector"` on the same requests, beside them as `ZH→EN (vector)` and `EN→ZH (vector)`
+  (issue 37: hybrid within 1 point of vector mode); for /recall, the mean share of the budget used on unanswerable
+  questions and on questions whose answering item is among /find's three best hits, and the share of unanswerable
+  questions given an empty block.
 - `coding` (bench/quality.py `gate_coding`): a coding agent's bilingual memory (bench/coding_corpus.py), measured by
   the recall suite's code: dated incident memories whose answers sit in their `# Details`, past the `# Summary`
   that is their abstract, runbooks and design docs with answers deep in later sections, and short preferences,
   people, services and lessons; answered per group EN→EN, ZH→ZH, ZH→EN, EN→ZH, answer in details, answer deep in a
-  resource, identifier questions and all answerable, with the recall suite's /recall budget and empty-block figures.
+  resource, identifier questions and all answerable, with the recall suite's vector-mode cross-language figures and
+  its /recall budget and empty-block figures.
 - `conversation-generated` (bench/conversation.py `gate`): the generated conversations, the CLI's seeded sample of
   400 of 516 questions, in the server's default search mode: evidence recall per question kind and over all, and the
   multi-hop all-evidence rate.

@@ -36,7 +36,8 @@ shipped settings; with --base-url the memories go to `--user`'s space (the key's
 The quality gate (bench/gate.py, `make bench-quality`) runs both suites through `gate_docs` and `gate_recall`, on the
 same code as this CLI: the shipped shape only, with /find limit 10 and /recall beside /search context; and its
 `coding` suite through `gate_coding`: the recall suite's code on bench/coding_corpus.py's store, a coding agent's
-memory whose answers sit in events' Details and deep in runbooks and design docs.
+memory whose answers sit in events' Details and deep in runbooks and design docs. Both gate suites ask their
+cross-language questions (ZH→EN, EN→ZH) a second time, after every other request, with `search_mode: "vector"`.
 """
 
 import statistics
@@ -120,10 +121,18 @@ def large_ingest(client) -> tuple[int, float]:
     return nodes, seconds
 
 
-def ask(client, query: str, max_tokens: int, detail: str | None, endpoint: str = "context") -> dict:
+def ask(
+    client, query: str, max_tokens: int, detail: str | None, endpoint: str = "context", search_mode: str | None = None
+) -> dict:
     """`POST /api/v1/search/search {query, mode: "context", max_tokens[, detail]}`, or with endpoint "recall"
-    `POST /api/v1/search/recall {query, max_tokens[, detail]}`; `detail` None sends none (the server's default)."""
-    body = {"query": query, "max_tokens": max_tokens, **({"detail": detail} if detail else {})}
+    `POST /api/v1/search/recall {query, max_tokens[, detail]}`; `detail` None sends none (the server's default), and
+    so does `search_mode` None."""
+    body = {
+        "query": query,
+        "max_tokens": max_tokens,
+        **({"detail": detail} if detail else {}),
+        **({"search_mode": search_mode} if search_mode else {}),
+    }
     if endpoint == "recall":
         return _result(client.post("/api/v1/search/recall", json=body))
     return _result(client.post("/api/v1/search/search", json={**body, "mode": "context"}))
@@ -424,9 +433,10 @@ def load_recall_corpus(client, user: str, corpus=recall_corpus) -> float:
     return time.perf_counter() - started
 
 
-def ask_endpoint(client, endpoint: str, query: str, max_tokens: int) -> dict:
-    """`{query, max_tokens}` to /recall, `{query, mode: "context", max_tokens}` to /search: nothing else."""
-    return ask(client, query, max_tokens, None, endpoint)
+def ask_endpoint(client, endpoint: str, query: str, max_tokens: int, search_mode: str | None = None) -> dict:
+    """`{query, max_tokens}` to /recall, `{query, mode: "context", max_tokens}` to /search: nothing else, but
+    `search_mode` when given."""
+    return ask(client, query, max_tokens, None, endpoint, search_mode)
 
 
 def _is_gold(uri: str, gold: str) -> bool:
@@ -459,17 +469,29 @@ def _gold_on_find(client, query: str, gold: str) -> str:
     return f"#{rank} of {len(hits)}, {hits[rank - 1]['score']:.3f}" if rank else f"not in {len(hits)} hits"
 
 
-def _find_has(client, query: str, gold: str, limit: int) -> bool:
-    """Whether `POST /api/v1/search/find {query, limit}` returns the answering item (or a node below it)."""
-    found = _result(client.post("/api/v1/search/find", json={"query": query, "limit": limit}))
+def _find_has(client, query: str, gold: str, limit: int, search_mode: str | None = None) -> bool:
+    """Whether `POST /api/v1/search/find {query, limit}` (and `search_mode`, when given) returns the answering item
+    (or a node below it)."""
+    body = {"query": query, "limit": limit, **({"search_mode": search_mode} if search_mode else {})}
+    found = _result(client.post("/api/v1/search/find", json=body))
     return any(_is_gold(uri, gold) for uri in _found(found))
 
 
-def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = False, corpus=recall_corpus) -> dict:
+def measure_recall(
+    base_url: str,
+    api_key: str | None,
+    user: str,
+    find: bool = False,
+    corpus=recall_corpus,
+    vector_groups: tuple[str, ...] = (),
+) -> dict:
     """Loads the corpus (bench/recall_corpus.py, or `corpus` with its API), asks every question of both endpoints
     at both budgets, diagnoses the misses, removes it. With `find`, `find[n]` says for answerable question n whether
-    /find with limit 10 (`at10`) and with limit 3 (`at3`: among the three best hits) returns its answering item."""
-    rows, diagnoses, found = [], {}, {}
+    /find with limit 10 (`at10`) and with limit 3 (`at3`: among the three best hits) returns its answering item.
+    The answerable questions of `vector_groups` are then asked again, after all the others, with `search_mode:
+    "vector"` on the same requests: `vector_rows` (question, endpoint, budget, answered) and, with `find`,
+    `find_vector[n]` (`at10`)."""
+    rows, diagnoses, found, vector_rows, found_vector = [], {}, {}, [], {}
     with _client(base_url, api_key) as client:
         ingest_s = load_recall_corpus(client, user, corpus)
         try:
@@ -511,9 +533,32 @@ def measure_recall(base_url: str, api_key: str | None, user: str, find: bool = F
                         )
                         if rows[-1]["answered"] is False and n not in diagnoses:
                             diagnoses[n] = _gold_on_find(client, question.query, gold)
+            again = [(n, q) for n, q in enumerate(corpus.QUESTIONS) if q.item and corpus.group(q) in vector_groups]
+            for n, question in again if find else ():
+                gold = corpus.BY_NAME[question.item].uri(user)
+                found_vector[n] = {"at10": _find_has(client, question.query, gold, 10, "vector")}
+            for max_tokens in BUDGETS:
+                for n, question in again:
+                    for endpoint in ENDPOINTS:
+                        result = ask_endpoint(client, endpoint, question.query, max_tokens, "vector")
+                        vector_rows.append(
+                            {
+                                "question": n,
+                                "endpoint": endpoint,
+                                "budget": max_tokens,
+                                "answered": question.answer in result["rendered"],
+                            }
+                        )
         finally:
             remove_recall_corpus(client, user, corpus)
-    return {"ingest_s": ingest_s, "rows": rows, "diagnoses": diagnoses, "find": found}
+    return {
+        "ingest_s": ingest_s,
+        "rows": rows,
+        "diagnoses": diagnoses,
+        "find": found,
+        "vector_rows": vector_rows,
+        "find_vector": found_vector,
+    }
 
 
 def _answer_rate(rows: list[dict]) -> float | None:
@@ -673,13 +718,13 @@ def recall_misses(run: dict, corpus=recall_corpus) -> str:
     return "\n".join(lines)
 
 
-def run_recall_local(find: bool = False, corpus=recall_corpus) -> tuple[dict, str]:
+def run_recall_local(find: bool = False, corpus=recall_corpus, vector_groups: tuple[str, ...] = ()) -> tuple[dict, str]:
     """`measure_recall` on a gunicorn of this checkout with the shipped settings, on the bench's own database."""
     harness.migrated_database()
     server = harness.Gunicorn(1)
     server.start()
     try:
-        run = measure_recall(server.url, None, harness.USER, find=find, corpus=corpus)
+        run = measure_recall(server.url, None, harness.USER, find=find, corpus=corpus, vector_groups=vector_groups)
     finally:
         server.stop()
     return run, f"gunicorn `{server.command}` of this checkout, database `{harness.database()}`, shipped settings"
@@ -695,18 +740,26 @@ def _gate_figures(run: dict, corpus, groups: dict) -> dict:
     answerable questions it counts) the share answered by /search context and /recall at 400 and 1600 tokens
     (answer string in `rendered`) and the share whose answering item /find with limit 10 returns; for /recall, the
     mean share of the budget used on the unanswerable questions and on the questions whose answering item is among
-    /find's three best hits, and the share of unanswerable questions given an empty block."""
+    /find's three best hits, and the share of unanswerable questions given an empty block. A language group the run
+    also asked with `search_mode: "vector"` (its `vector_groups`) has that figure beside it, as "<group> (vector)"."""
     rows, found, questions = run["rows"], run["find"], corpus.QUESTIONS
-    figures = {}
-    for metric, counts in groups.items():
-        asked = {n for n, q in enumerate(questions) if q.item and counts(q)}
-        figures[metric] = {"/find@10": statistics.mean(found[n]["at10"] for n in asked)} | {
+    asked_vector = {row["question"] for row in run.get("vector_rows", ())}
+
+    def shares(asked: set, rows: list[dict], found: dict) -> dict:
+        return {"/find@10": statistics.mean(found[n]["at10"] for n in asked)} | {
             gate_request(endpoint, budget): _answer_rate(
                 [r for r in rows if r["question"] in asked and r["endpoint"] == endpoint and r["budget"] == budget]
             )
             for endpoint in ENDPOINTS
             for budget in BUDGETS
         }
+
+    figures = {}
+    for metric, counts in groups.items():
+        asked = {n for n, q in enumerate(questions) if q.item and counts(q)}
+        figures[metric] = shares(asked, rows, found)
+        if metric in RECALL_GROUPS and asked and asked <= asked_vector:
+            figures[f"{metric} (vector)"] = shares(asked, run["vector_rows"], run["find_vector"])
     recall = {budget: [r for r in rows if r["endpoint"] == "recall" and r["budget"] == budget] for budget in BUDGETS}
     none = {budget: [r for r in cell if r["answered"] is None] for budget, cell in recall.items()}
     top3 = {budget: [r for r in cell if found.get(r["question"], {}).get("at3")] for budget, cell in recall.items()}
@@ -731,10 +784,13 @@ def _language_groups(corpus) -> dict:
     return {group: (lambda q, group=group: corpus.group(q) == group) for group in RECALL_GROUPS}
 
 
+CROSS_LANGUAGE = ("ZH→EN", "EN→ZH")  # issue 37: hybrid within 1 point of vector mode on these, asked in both
+
+
 def gate_recall() -> dict:
     """bench/gate.py's recall suite, on the shipped settings: `_gate_figures` per language group and over all
-    answerable questions."""
-    run, server = run_recall_local(find=True)
+    answerable questions; the cross-language groups in vector mode too."""
+    run, server = run_recall_local(find=True, vector_groups=CROSS_LANGUAGE)
     groups = _language_groups(recall_corpus) | {"all answerable": lambda q: True}
     return _gate_figures(run, recall_corpus, groups) | {"server": server}
 
@@ -743,9 +799,9 @@ def gate_coding() -> dict:
     """bench/gate.py's coding suite (bench/coding_corpus.py: a coding agent's bilingual memory, answers in events'
     Details and deep in runbooks and design docs), on the shipped settings, with the recall suite's code:
     `_gate_figures` per language group, for the answers in an event's Details, those deep in a resource, the
-    identifier questions, and over all answerable questions."""
+    identifier questions, and over all answerable questions; the cross-language groups in vector mode too."""
     coding_corpus.validate()
-    run, server = run_recall_local(find=True, corpus=coding_corpus)
+    run, server = run_recall_local(find=True, corpus=coding_corpus, vector_groups=CROSS_LANGUAGE)
     groups = _language_groups(coding_corpus) | {
         "answer in details": lambda q: q.where == "details",
         "answer deep in a resource": lambda q: q.where == "deep",
