@@ -16,7 +16,7 @@ from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
-from assembly.planner import MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
+from assembly.planner import DEPTH_RANKS, MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
 from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from core.api import Timings
@@ -66,6 +66,7 @@ def _caps(params: ContextParams, settings_row, counter: Counter) -> Caps:
         detail=params.detail,
         events_budget=events_budget,
         family=counter.profile,
+        depth_ranks=DEPTH_RANKS,
     )
 
 
@@ -118,11 +119,12 @@ def _rendering(caller: Caller, plan: Plan, caps: Caps, counter: Counter) -> _Ren
 
 
 def _rescaled(caps: Caps, done: _Rendering, target: int, max_tokens: int, counter: Counter) -> Caps | None:
-    """Caps for another plan when the exact count strays from the estimate enough to matter: over `max_tokens`,
-    or under FILL of the `target` while the budget, not the candidates, bounded the plan. The budget is rescaled
-    by the estimate's error on this very block, so the next plan lands about where the first aimed."""
+    """Caps for another plan when the count of the block strays from the plan's enough to matter: over
+    `max_tokens`, or under FILL of the `target` while the budget, not the candidates, bounded the plan. The budget is
+    rescaled by the plan's error on this very block, so the next plan lands about where the first aimed. The
+    estimator strays too, though additive: a cut head ends on a line or word boundary, short of its planned size."""
     plan = done.plan
-    if not counter.exact or not plan.used_tokens or not done.used:
+    if not plan.used_tokens or not done.used:
         return None
     bounded = plan.dropped or plan.used_tokens >= FILL * caps.max_tokens
     if done.used <= max_tokens and (done.used >= FILL * target or not bounded):

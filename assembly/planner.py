@@ -13,6 +13,11 @@ from retrieval.tokens import estimate_tokens
 TIER_ORDER = ("uri", "abstract", "overview", "full")
 RANK = {tier: i for i, tier in enumerate(TIER_ORDER)}
 MIN_HEAD_TOKENS = 64
+# Depth for the best hits (issue 37, plan_tiers's `deepen`): in a search's block, the first DEPTH_RANKS candidates
+# whose full text says clearly more than their abstract (a dated event's Details below its Summary) go `full`, within
+# DEPTH_SHARE of the budget, with room taken from the lowest-ranked entries.
+DEPTH_RANKS = 3
+DEPTH_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ class Caps:
     detail: object = "auto"
     events_budget: int | None = None
     family: str = "o200k"
+    # How many of the best-ranked candidates may take depth from lower-ranked ones (plan_tiers's `deepen`): DEPTH_RANKS
+    # for a search's candidates; 0 for a bootstrap slot, whose order is the slot's own, not relevance.
+    depth_ranks: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,8 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
 def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
     """RFC §3.4: round 0 everyone at abstract (or pinned tier), in the given order (a search's rank, best first,
     or a bootstrap slot's own order) — what does not fit becomes a `uri` line, then is dropped; round 1
-    directories up to overview; round 2 files up to full, capped per entry."""
+    directories up to overview; in a search's auto detail, depth for the best hits (`deepen`); round 2 files up to
+    full with what is left, capped per entry."""
     family = caps.family
     chosen: dict[str, PlannedEntry] = {}
     dropped: list[Candidate] = []
@@ -186,18 +195,62 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             budget.spend(candidate, cost - current.cost)
             chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
 
-    auto = [c for c in candidates if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
-    for candidate in auto:
-        if candidate.kind == "dir" and _ceiling(candidate, caps) == "overview" and candidate.overview_tokens:
-            upgrade(candidate, "overview", min(candidate.overview_tokens, caps.per_entry_cap))
-    for candidate in auto:
-        if candidate.kind != "file" or _ceiling(candidate, caps) != "full":
-            continue
+    def full_room(candidate: Candidate) -> int:
+        """The most body this candidate could have at `full` in what is left, its current entry given back."""
         current = chosen[candidate.uri]
         room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
         if candidate.category == "events" and events_budget is not None:
             room = min(room, events_budget - budget.events_used + current.cost - cost_of(candidate, "full", 0))
-        body = min(candidate.content_tokens, caps.per_entry_cap, room)
+        return room
+
+    auto = [c for c in candidates if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
+    for candidate in auto:
+        if candidate.kind == "dir" and _ceiling(candidate, caps) == "overview" and candidate.overview_tokens:
+            upgrade(candidate, "overview", min(candidate.overview_tokens, caps.per_entry_cap))
+
+    def deepen(candidate: Candidate, share: int) -> None:
+        """Depth for a best hit whose full text says clearly more than its abstract (a dated event's Details below
+        its Summary): the head that fits the share, the room for it taken from the lowest-ranked entries below the
+        best hits (given back as abstracts or pointers where the head leaves room). Breadth alone served a
+        first-ranked incident at its abstract while far-down hits filled the block (issue 37)."""
+        current = chosen[candidate.uri]
+        wanted = min(candidate.content_tokens, caps.per_entry_cap, share - cost_of(candidate, "full", 0))
+        enough = _body_tokens(candidate, "abstract", family) + MIN_HEAD_TOKENS
+        if wanted < enough:
+            return
+        tail = [c for c in candidates[caps.depth_ranks :] if c.uri in chosen]
+        evicted: list[PlannedEntry] = []
+        while tail and full_room(candidate) < wanted:
+            victim = tail.pop()
+            total_room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
+            if total_room >= wanted and victim.category != "events":
+                continue  # only the events share binds this event's head: only an event frees room in it
+            evicted.append(chosen.pop(victim.uri))
+            budget.spend(victim, -evicted[-1].cost)
+        body = min(wanted, full_room(candidate))
+        if body < enough:
+            for planned in evicted:  # not worth it: the block as it was
+                budget.spend(planned.candidate, planned.cost)
+                chosen[planned.candidate.uri] = planned
+            return
+        upgrade(candidate, "full", body)
+        for planned in sorted(evicted, key=lambda e: candidates.index(e.candidate)):
+            if not take(planned.candidate, *first_tier(planned.candidate)) and not take(planned.candidate, "uri", 0):
+                dropped.append(planned.candidate)
+
+    if caps.depth_ranks and caps.detail == "auto":
+        share = int(caps.max_tokens * DEPTH_SHARE)
+        for candidate in candidates[: caps.depth_ranks]:
+            if candidate.uri in chosen and candidate.kind == "file" and _ceiling(candidate, caps) == "full":
+                deepen(candidate, share)
+                share -= chosen[candidate.uri].cost if chosen[candidate.uri].tier == "full" else 0
+
+    auto = [c for c in candidates if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
+    for candidate in auto:
+        if candidate.kind != "file" or _ceiling(candidate, caps) != "full":
+            continue
+        current = chosen[candidate.uri]
+        body = min(candidate.content_tokens, caps.per_entry_cap, full_room(candidate))
         # The whole content is worth it (the client then needs no read); a cut head must say clearly more than
         # the abstract it replaces, or the budget is better left unspent.
         if body == candidate.content_tokens or (body > current.body_tokens and body >= MIN_HEAD_TOKENS):

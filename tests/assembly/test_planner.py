@@ -196,3 +196,86 @@ def test_given_counts_replace_the_estimates():
     plan = plan_tiers([counted], Caps(max_tokens=1000))
     assert plan.used_tokens == 47 and plan.entries[0].tier == "abstract"
     assert plan_tiers([plain], Caps(max_tokens=1000)).used_tokens != 47
+
+
+def test_a_first_ranked_event_with_details_is_served_deeper_than_abstract_though_breadth_could_fill_the_budget():
+    """Issue 37, shape 1: a dated incident ranks first and its answer is in its Details; forty lower-ranked short
+    memories and resources could fill the block at abstract. The incident goes `full` (its head), the rest follow."""
+    incident = memory(
+        "2026/03/02/inc-2291", 0.72, abstract="INC-2291: the billing workers stalled. " * 3, content_tokens=900
+    )
+    short = [memory(f"note-{n}", 0.6 - n / 100, category="preferences", content_tokens=25) for n in range(40)]
+    caps = Caps(max_tokens=1600, depth_ranks=3)
+    plan = plan_tiers([incident, *short], caps)
+    first = plan.entries[0]
+    assert first.candidate is incident and first.tier == "full" and first.body_tokens == caps.per_entry_cap
+    assert plan.used_tokens <= caps.max_tokens
+    breadth_first = plan_tiers([incident, *short], replace(caps, depth_ranks=0))
+    assert breadth_first.entries[0].tier == "abstract"  # what the rule changes: without it, breadth starves depth
+
+
+def test_depth_first_keeps_to_its_share_and_skips_memories_no_deeper_than_their_abstract():
+    shallow = memory("short", 0.95, content_tokens=20)
+    deep = [memory(f"inc-{n}", 0.9 - n / 10, content_tokens=900) for n in range(3)]
+    filler = [memory(f"note-{n}", 0.5, category="preferences", content_tokens=25) for n in range(30)]
+    plan = plan_tiers([shallow, *deep, *filler], Caps(max_tokens=1000, depth_ranks=3))
+    by_name = {e.candidate.uri.rsplit("/", 1)[-1]: e for e in plan.entries}
+    # Half of 1000 holds one 400-token head: the first deep hit's. The second is within the ranks but past the share.
+    assert by_name["inc-0.md"].tier == "full" and by_name["inc-0.md"].body_tokens == 400
+    assert by_name["inc-1.md"].tier == "abstract" and by_name["inc-2.md"].tier == "abstract"
+    # Ranked first but no deeper than its abstract: not planned deep; breadth filled what its round 2 would have used.
+    assert by_name["short.md"].tier == "abstract"
+
+
+def test_fixed_detail_and_bootstrap_slots_plan_no_depth_first():
+    incident = memory("inc", 0.9, content_tokens=900)
+    short = [memory(f"note-{n}", 0.5, category="preferences", content_tokens=25) for n in range(60)]
+    assert plan_tiers([incident, *short], Caps(max_tokens=1600, detail="abstract", depth_ranks=3)).entries[0].tier == (
+        "abstract"
+    )
+    assert plan_tiers([incident, *short], Caps(max_tokens=1600)).entries[0].tier == "abstract"
+
+
+def test_depth_takes_its_room_from_the_lowest_ranked_entries_and_the_best_hits_keep_their_abstracts():
+    """At 400 tokens forty short memories fill the block at abstract; the first-ranked incident's head takes half
+    of it, the room coming from the bottom of the ranking: the other best hits keep their abstracts, and what the
+    head leaves over goes back to the evicted entries (as abstracts or pointers) or to round 2."""
+    incident = memory("inc", 0.9, abstract="INC-7: the billing workers stalled. " * 2, content_tokens=900)
+    short = [memory(f"note-{n:02}", 0.8 - n / 100, category="preferences", content_tokens=25) for n in range(40)]
+    caps = Caps(max_tokens=400, depth_ranks=3)
+    plan = plan_tiers([incident, *short], caps)
+    first = plan.entries[0]
+    assert first.candidate is incident and first.tier == "full"
+    assert first.cost <= 400 * 0.5 and first.body_tokens >= 64 + estimate_tokens(incident.abstract)
+    by_name = tiers(plan)
+    assert by_name["note-00.md"] != "uri" and by_name["note-01.md"] != "uri"
+    served = [e.candidate for e in plan.entries]
+    assert served == sorted(served, key=lambda c: -c.score)  # rank order kept; the evicted are the lowest-ranked
+    assert len(served) + len(plan.dropped) == 41 and set(plan.dropped).isdisjoint(served)
+    assert all(c.score < min(s.score for s in served) for c in plan.dropped)
+    assert 0.9 * 400 <= plan.used_tokens <= 400
+
+
+def test_depth_is_not_bought_when_the_head_would_say_little_more_than_the_abstract():
+    """Too small a budget for a head worth reading: the block stays what breadth made of it."""
+    incident = memory("inc", 0.9, content_tokens=900)
+    short = [memory(f"note-{n:02}", 0.8 - n / 100, category="preferences", content_tokens=25) for n in range(10)]
+    tight = Caps(max_tokens=150, depth_ranks=3)
+    assert plan_tiers([incident, *short], tight) == plan_tiers([incident, *short], replace(tight, depth_ranks=0))
+
+
+def test_an_events_head_bound_by_the_events_share_takes_room_from_events_only():
+    """The events share bounds an incident's head: evicting a preference would free nothing in it, so the
+    preferences stay and lower-ranked events give way."""
+    incident = memory("inc", 0.9, content_tokens=900)
+    events = [memory(f"ev-{n}", 0.8 - n / 100, content_tokens=25) for n in range(12)]
+    # Enough of the others for the events share to bind (room the others cannot use would go to events).
+    prefs = [memory(f"pref-{n}", 0.5 - n / 100, category="preferences", content_tokens=60) for n in range(6)]
+    caps = Caps(max_tokens=1000, events_budget=500, depth_ranks=3)
+    plan = plan_tiers([incident, *events, *prefs], caps)
+    assert plan.entries[0].tier == "full" and plan.entries[0].body_tokens >= 64
+    by_name = tiers(plan)
+    assert all(by_name[f"pref-{n}.md"] in ("abstract", "full") for n in range(6))
+    kept_events = [name for name in by_name if name.startswith("ev-")]
+    assert kept_events and kept_events == [f"ev-{n}.md" for n in range(len(kept_events))]  # the lowest gave way
+    assert sum(e.cost for e in plan.entries if e.candidate.category == "events") <= 500
