@@ -190,15 +190,50 @@ def supported(client, mode: str, query: str) -> dict[str, bool]:
     return answers
 
 
-def returned_uris(result: dict) -> set[str]:
+def ranked_uris(result: dict) -> list[str]:
+    """The URIs a request returned, in the order the server returned them: its entries (each entry's `uri`, then
+    its merged `sections`), or /find's hits bucket by bucket; a URI once, at its first place."""
     if "entries" in result:
-        return {uri for entry in result["entries"] for uri in (entry["uri"], *entry.get("sections", ()))}
-    return {hit["uri"] for bucket in ("memories", "resources", "skills") for hit in result.get(bucket, ())}
+        uris = [uri for entry in result["entries"] for uri in (entry["uri"], *entry.get("sections", ()))]
+    else:
+        uris = [hit["uri"] for bucket in ("memories", "resources", "skills") for hit in result.get(bucket, ())]
+    return list(dict.fromkeys(uris))
 
 
-def score(kind: str, wanted: frozenset, uris: set[str], used: int | None = None, empty: bool = False) -> dict:
+def returned_uris(result: dict) -> set[str]:
+    return set(ranked_uris(result))
+
+
+def places(wanted: frozenset, stale: frozenset, ranked: list[str]) -> tuple[int | None, list[int | None]]:
+    """Where a changed fact's statements came in `ranked` (1 the first; None: not returned): the newer statement's
+    (the best of `wanted`) and each stale one's, in URI order."""
+    place = {uri: n for n, uri in enumerate(ranked, start=1)}
+    return min((place[uri] for uri in wanted if uri in place), default=None), [place.get(uri) for uri in sorted(stale)]
+
+
+def current_first(wanted: frozenset, stale: frozenset, ranked: list[str]) -> bool:
+    """A changed fact's newer statement (`wanted`) was returned, ranked above every stale statement returned."""
+    newer, older = places(wanted, stale, ranked)
+    return newer is not None and all(newer < place for place in older if place is not None)
+
+
+def score(
+    kind: str,
+    wanted: frozenset,
+    uris: set[str],
+    used: int | None = None,
+    empty: bool = False,
+    ranked: list[str] | None = None,
+    stale: frozenset = frozenset(),
+) -> dict:
+    """A question's row. Given the `ranked` URIs and the `stale` ones a changed fact supersedes, it also says
+    whether the newer statement came first (`current_first`) and where each came (`places`)."""
     found = len(wanted & uris)
-    return {"kind": kind, "recall": found / len(wanted), "all": found == len(wanted), "used": used, "empty": empty}
+    row = {"kind": kind, "recall": found / len(wanted), "all": found == len(wanted), "used": used, "empty": empty}
+    if stale and ranked is not None:
+        row["current_first"] = current_first(wanted, stale, ranked)
+        row["places"] = places(wanted, stale, ranked)
+    return row
 
 
 def choose(questions: list, n: int, seed: int) -> list:
@@ -225,14 +260,18 @@ def measure(
     remove_after: bool,
     paths: dict = PATHS,
     after_load=None,
+    ask_in: dict | None = None,
 ) -> dict:
     """Loads the corpus on the server at `base_url` (then calls `after_load`, if given), asks every question on
     every path of `paths` (labels of PATHS) in every supported mode (`clients` questions at a time), and computes the
-    BM25 baseline."""
+    BM25 baseline. `ask_in` (mode → predicate of a question) asks a mode only the questions its predicate takes.
+    Each row names its question (`question`: its index in `questions`); a changed fact's (a question with `stale`
+    turns) says whether the newer turn came first (`score`)."""
     from tqdm import tqdm
 
     uri_of = {(t.conv, t.dia_id): turn_uri(t) for t in corpus.turns}
     asked = [(q, frozenset(uri_of[q.conv, e] for e in q.evidence)) for q in questions]
+    stale_of = [frozenset(uri_of[q.conv, d] for d in getattr(q, "stale", ())) for q in questions]
     run = {"rows": {}, "support": {}, "seconds": {}, "reported": defaultdict(Counter)}
     with _client(base_url, api_key) as client:
         run["seconds"]["ingest"] = load(client, corpus)
@@ -241,8 +280,8 @@ def measure(
         for mode in modes:
             run["support"][mode] = supported(client, mode, questions[0].query)
 
-        def ask(mode: str, asked_question: tuple) -> dict:
-            question, wanted = asked_question
+        def ask(mode: str, n: int) -> dict:
+            question, wanted = asked[n]
             field = {} if mode == "default" else {"search_mode": mode}
             out = {}
             for label, (endpoint, extra) in paths.items():
@@ -251,21 +290,25 @@ def measure(
                     stats = result.get("stats") or {}  # /find has none, nor has OpenViking's context answer
                     if "search_mode" in stats:  # which ranking the server says it ran
                         run["reported"][mode][stats["search_mode"]] += 1
+                    ranked = ranked_uris(result)
                     out[label] = score(
                         question.kind,
                         wanted,
-                        returned_uris(result),
+                        set(ranked),
                         stats.get("used_tokens"),
                         "entries" in result and not result["entries"],
-                    )
+                        ranked,
+                        stale_of[n],
+                    ) | {"question": n}
             return out
 
         with ThreadPoolExecutor(clients) as pool:
             for mode in modes:
                 rows = run["rows"][mode] = defaultdict(list)
                 started = time.perf_counter()
-                answers = pool.map(partial(ask, mode), asked)
-                for out in tqdm(answers, total=len(asked), desc=f"search_mode {mode}", unit="question"):
+                chosen = [n for n, q in enumerate(questions) if mode not in (ask_in or {}) or ask_in[mode](q)]
+                answers = pool.map(partial(ask, mode), chosen)
+                for out in tqdm(answers, total=len(chosen), desc=f"search_mode {mode}", unit="question"):
                     for label, row in out.items():
                         rows[label].append(row)
                 run["seconds"][mode] = time.perf_counter() - started
@@ -412,8 +455,11 @@ def analyze() -> None:
         conn.execute("ANALYZE retrieval_context")
 
 
-def run_local(corpus, questions: list, modes: list[str], clients: int, paths: dict = PATHS) -> tuple[dict, str]:
-    """Migrates and empties the bench database, then measures a gunicorn of this checkout on it."""
+def run_local(
+    corpus, questions: list, modes: list[str], clients: int, paths: dict = PATHS, ask_in: dict | None = None
+) -> tuple[dict, str]:
+    """Migrates and empties the bench database, then measures a gunicorn of this checkout on it (`measure`'s
+    `ask_in`: which questions each mode asks)."""
     harness.migrated_database()
     with harness.raw_connection() as conn:  # an earlier run's turns (or another corpus's) must not compete
         conn.execute("TRUNCATE retrieval_context RESTART IDENTITY CASCADE")
@@ -423,7 +469,16 @@ def run_local(corpus, questions: list, modes: list[str], clients: int, paths: di
     server.start()
     try:
         run = measure(
-            server.url, None, corpus, questions, modes, clients, remove_after=False, paths=paths, after_load=analyze
+            server.url,
+            None,
+            corpus,
+            questions,
+            modes,
+            clients,
+            remove_after=False,
+            paths=paths,
+            after_load=analyze,
+            ask_in=ask_in,
         )
     finally:
         server.stop()
@@ -452,6 +507,26 @@ def locomo_file() -> Path | None:
     return next((path for path in (data / "locomo10.json", data / "locomo10.zip") if path.exists()), None)
 
 
+def _kind_figures(rows: dict, kinds: tuple[str, ...]) -> dict:
+    """Per question kind and over all, the mean evidence recall of each of the gate's requests (GATE_PATHS)."""
+    return {
+        f"evidence recall: {kind or 'all'}": {
+            request: _recall(rows[label], kind) for request, label in GATE_PATHS.items()
+        }
+        for kind in (*kinds, None)  # None: every question
+    }
+
+
+def _multi_hop_figures(rows: dict) -> dict:
+    """The share of multi-hop questions every evidence turn of which a request returned."""
+    return {
+        "multi-hop: all evidence": {
+            request: _mean([r["all"] for r in rows[label] if r["kind"] == "multi-hop"])
+            for request, label in GATE_PATHS.items()
+        }
+    }
+
+
 def gate(corpus) -> dict:
     """bench/gate.py's figures for `corpus`: in the server's default search mode, evidence recall per question kind
     and over all, and the multi-hop all-evidence rate, for /find limit 10, /search context and /recall at 400 and
@@ -460,16 +535,68 @@ def gate(corpus) -> dict:
     paths = {label: PATHS[label] for label in GATE_PATHS.values()}
     run, server = run_local(corpus, questions, ["default"], 2, paths)
     rows = run["rows"]["default"]
-    figures = {
-        f"evidence recall: {kind or 'all'}": {
-            request: _recall(rows[label], kind) for request, label in GATE_PATHS.items()
-        }
-        for kind in (*corpus.kinds, None)  # None: every question
+    figures = _kind_figures(rows, corpus.kinds) | _multi_hop_figures(rows)
+    return {"figures": figures, "questions": len(questions), "server": server}
+
+
+CHINESE_DATABASE = "ovsite_bench_conversation_zh"
+
+
+def _changed_facts(questions: list, rows: dict) -> str:
+    """Per changed-fact question, where each request placed the newer statement and the stale ones (newer/stale,
+    `-` not returned): the console's view of `changed-fact: current first`."""
+    lines = [
+        "changed-fact questions: places of the newer / stale turns ('-': not returned; * the newer one not first) "
+        "for " + ", ".join(GATE_PATHS)
+    ]
+    by_question = {
+        request: {r["question"]: r for r in rows[label] if "places" in r} for request, label in GATE_PATHS.items()
     }
-    figures["multi-hop: all evidence"] = {
-        request: _mean([r["all"] for r in rows[label] if r["kind"] == "multi-hop"])
+    for n, question in enumerate(questions):
+        if question.kind != "changed-fact":
+            continue
+        cells = []
+        for request in GATE_PATHS:
+            row = by_question[request][n]
+            newer, older = row["places"]
+            cells.append(
+                f"{newer or '-'}/{','.join(str(p or '-') for p in older)}" + ("" if row["current_first"] else "*")
+            )
+        lines.append(f"  {' '.join(f'{c:>8}' for c in cells)}  [{question.language}] {question.query}")
+    return "\n".join(lines)
+
+
+def gate_chinese() -> dict:
+    """bench/gate.py's conversation-zh suite: the stored Chinese conversations (`read_chinese`, validated first), every
+    question in the server's default search mode, the English ones again with `search_mode: "vector"`: evidence
+    recall per kind, over all and per question language (zh, en and its vector-mode figure, mixed), the multi-hop
+    all-evidence rate, and for the changed-fact questions the share whose newer turn was returned ranked above every
+    stale turn returned (`changed-fact: current first`)."""
+    corpus = conversation_corpus.read_chinese()
+    conversation_corpus.validate_chinese(corpus)
+    questions = corpus.questions
+    paths = {label: PATHS[label] for label in GATE_PATHS.values()}
+    english = {"vector": lambda q: q.language == "en"}
+    run, server = run_local(corpus, questions, ["default", "vector"], 2, paths, ask_in=english)
+    rows, vector = run["rows"]["default"], run["rows"]["vector"]
+
+    def by_language(rows: dict, language: str) -> dict:
+        return {
+            request: _mean([r["recall"] for r in rows[label] if questions[r["question"]].language == language])
+            for request, label in GATE_PATHS.items()
+        }
+
+    figures = _kind_figures(rows, corpus.kinds)
+    for language in conversation_corpus.LANGUAGES:
+        figures[f"evidence recall: {language}"] = by_language(rows, language)
+        if language == "en":
+            figures["evidence recall: en (vector)"] = by_language(vector, language)
+    figures |= _multi_hop_figures(rows)
+    figures["changed-fact: current first"] = {
+        request: _mean([r["current_first"] for r in rows[label] if r["kind"] == "changed-fact"])
         for request, label in GATE_PATHS.items()
     }
+    print(_changed_facts(questions, rows), flush=True)
     return {"figures": figures, "questions": len(questions), "server": server}
 
 

@@ -21,6 +21,12 @@ the tables of bench/corpora/conversation_vocabulary.json; an arc's own lines sta
 and questions they answer. The corpus itself is not stored: `generate()` makes it, for any seed, in a tenth of a
 second.
 
+`read_chinese()` reads the stored conversations of bench/corpora/conversation_zh_*.jsonl, written for ovsite: three
+long conversations mostly in Chinese (two friends; an engineer and a code-switched AI assistant; a personal
+assistant), with questions in Chinese, English and code-switched, among them changed-fact questions (a fact stated
+early and changed later, the question asking its current value; `stale` names the superseded turns).
+`validate_chinese(corpus)` checks them.
+
 `read_locomo(path)` reads the public LoCoMo set (snap-research/locomo, CC BY-NC 4.0: never commit it): its
 `locomo10.json`, or the repository's `data/locomo10.zip` (the same ten conversations, one file each). Categories are
 mapped as the published evaluations do (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop); category 5
@@ -38,9 +44,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.harness import corpus_records
+
 SEED = 20260528
 KINDS = ("single-hop", "multi-hop", "temporal", "identifier")
 LOCOMO_KINDS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CHINESE_KINDS = ("single-hop", "multi-hop", "temporal", "changed-fact")
+LANGUAGES = ("zh", "en", "mixed")  # a question's: Chinese, English, code-switched
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,8 @@ class Question:
     query: str
     answer: str
     evidence: tuple[str, ...]  # dia_ids of the conversation `conv`
+    language: str = "en"  # of the question: zh, en or mixed (code-switched)
+    stale: tuple[str, ...] = ()  # changed-fact: the earlier turns the evidence supersedes (dia_ids)
 
 
 @dataclass(frozen=True)
@@ -1236,3 +1248,72 @@ def read_locomo(path: Path) -> Corpus:
         f"adversarial and {skipped['no evidence']} without a valid evidence id left out)"
     )
     return Corpus("locomo", description, turns, questions, kinds)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The Chinese conversations (stored: bench/corpora/conversation_zh_turns.jsonl and conversation_zh_questions.jsonl)
+
+
+def read_chinese() -> Corpus:
+    """The three stored conversations mostly in Chinese and their questions (bench/corpora/README.md)."""
+    turns = [
+        Turn(**{**record, "date": dt.date.fromisoformat(record["date"])})
+        for record in corpus_records("conversation_zh_turns.jsonl")
+    ]
+    questions = [
+        Question(**{**record, "evidence": tuple(record["evidence"]), "stale": tuple(record["stale"])})
+        for record in corpus_records("conversation_zh_questions.jsonl")
+    ]
+    counts = {kind: sum(q.kind == kind for q in questions) for kind in CHINESE_KINDS}
+    languages = {language: sum(q.language == language for q in questions) for language in LANGUAGES}
+    description = (
+        f"Chinese conversations (bench/corpora/conversation_zh_*.jsonl, written for ovsite): "
+        f"{len({t.conv for t in turns})} conversations of {len({(t.conv, t.date) for t in turns})} dated sessions, "
+        f"{len(turns)} turns, {len(questions)} questions ("
+        + ", ".join(f"{n} {kind}" for kind, n in counts.items())
+        + "; "
+        + ", ".join(f"{n} {language}" for language, n in languages.items())
+        + ")"
+    )
+    return Corpus("chinese", description, turns, questions, CHINESE_KINDS)
+
+
+def _order(dia_id: str) -> tuple[int, int]:
+    session, turn = dia_id[1:].split(":")
+    return int(session), int(turn)
+
+
+def validate_chinese(corpus: Corpus) -> None:
+    """Every turn's dia_id is unique in its conversation and its sessions are dated in order; every question's kind
+    and language are known and its evidence and stale turns exist; a changed-fact question has one evidence turn and
+    at least one stale turn, each earlier than the evidence (an earlier session, or earlier in the same one), and
+    only a changed-fact question has stale turns."""
+    known: dict[str, dict[str, dt.date]] = {}
+    for turn in corpus.turns:
+        if not _DIA_ID.fullmatch(turn.dia_id):
+            raise ValueError(f"{turn.conv} {turn.dia_id}: not a dia_id (D<session>:<turn>)")
+        turns = known.setdefault(turn.conv, {})
+        if turn.dia_id in turns:
+            raise ValueError(f"{turn.conv} {turn.dia_id}: twice")
+        turns[turn.dia_id] = turn.date
+    for conv, turns in known.items():
+        dated = sorted(turns.items(), key=lambda item: _order(item[0]))
+        if any(a[1] > b[1] for a, b in itertools.pairwise(dated)):
+            raise ValueError(f"{conv}: sessions out of date order")
+    for question in corpus.questions:
+        name = f"{question.conv} {question.query!r}"
+        if question.kind not in corpus.kinds or question.language not in LANGUAGES:
+            raise ValueError(f"{name}: kind {question.kind!r} or language {question.language!r} unknown")
+        missing = [d for d in question.evidence + question.stale if d not in known.get(question.conv, {})]
+        if not question.evidence or missing:
+            raise ValueError(f"{name}: no evidence, or turns that do not exist: {missing}")
+        if question.kind != "changed-fact":
+            if question.stale:
+                raise ValueError(f"{name}: stale turns on a {question.kind} question")
+            continue
+        if len(question.evidence) != 1 or not question.stale:
+            raise ValueError(f"{name}: a changed fact has one evidence turn (the newer) and the stale ones")
+        newer = _order(question.evidence[0])
+        later = [d for d in question.stale if _order(d) >= newer]
+        if later:
+            raise ValueError(f"{name}: stale turns {later} are not earlier than the evidence {question.evidence[0]}")

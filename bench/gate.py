@@ -5,8 +5,8 @@ lands.
 
     make bench-quality                                 # .venv/bin/python -m bench.gate
     make bench-quality BENCH_ARGS=--update             # the same, then this run's figures become the baseline
-    options: --suites docs,recall,coding,conversation-generated,conversation-locomo  --no-fail  --update  --json PATH
-             --no-write
+    options: --suites docs,recall,coding,conversation-generated,conversation-locomo,conversation-zh  --no-fail
+             --update  --json PATH  --no-write
 
 The suites (SUITES), each measured by its own bench's code on a gunicorn of this checkout that the bench starts with
 the shipped settings, on the bench's own database of the embedded PostgreSQL; the gate runs each in a child process
@@ -33,6 +33,15 @@ of its own (`python -m bench.gate --child NAME`), so each configures its own dat
 - `conversation-locomo`: the same on the public LoCoMo set, all 1,535 questions, when bench/.data/locomo10.json or
   locomo10.zip exists; otherwise skipped (not failed) with how to fetch it (CC BY-NC 4.0 keeps it out of the
   repository).
+- `conversation-zh` (bench/conversation.py `gate_chinese`): three stored conversations mostly in Chinese
+  (bench/corpora/conversation_zh_*.jsonl: two friends; an engineer and a code-switched AI assistant; a personal
+  assistant), one memory per turn, 532 turns in 50 dated sessions, all 100 questions, validated first
+  (`conversation_corpus.validate_chinese`): evidence recall per kind (single-hop, multi-hop, temporal, changed-fact)
+  and over all, per question language (zh, en, mixed; the English questions asked again with `search_mode:
+  "vector"`, `evidence recall: en (vector)`), the multi-hop all-evidence rate, and `changed-fact: current first`:
+  of the 25 questions whose fact changed later in the conversation, the share where the newer turn is returned and
+  ranked above every stale turn returned (rank: the order of the entries or hits as the server returns them). Its
+  own database, `ovsite_bench_conversation_zh`; the child prints each changed fact's places.
 
 /recall gets `{query, max_tokens}` only, exactly what the auto-recall plugin sends; /search `{query, mode: "context",
 max_tokens}`; /find `{query, limit: 10}`. For each suite and metric the gate prints the figure now, the baseline's
@@ -118,6 +127,12 @@ SUITES = (
         conversation.DATABASE,
         _locomo,
         lambda: None if conversation.locomo_file() else LOCOMO_HOW,
+    ),
+    Suite(
+        "conversation-zh",
+        "conversations mostly in Chinese, code-switched, with facts that change (bench/corpora/conversation_zh_*)",
+        conversation.CHINESE_DATABASE,
+        conversation.gate_chinese,
     ),
 )
 BY_NAME = {suite.name: suite for suite in SUITES}
