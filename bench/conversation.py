@@ -31,7 +31,9 @@ section of its own, and removes the turns it wrote afterwards. A local run analy
 the load (`analyze`): the lexical side reads the store's stop words from PostgreSQL's statistics.
 
 The quality gate (bench/gate.py, `make bench-quality`) measures the generated corpus and LoCoMo through `gate`, on
-this CLI's `run_local`: the server's default search mode, /find limit 10, context and /recall at 400 and 1600.
+this CLI's `run_local`: the server's default search mode, /find limit 10, context and /recall at 400 and 1600; and
+the stored Chinese conversations (conversation_corpus.read_chinese) through `gate_chinese`, on the same path, with
+figures per question language and, for the questions whose fact changed, whether the newer turn came first.
 """
 
 import heapq
