@@ -648,4 +648,4 @@ def test_an_upload_is_its_uploaders_alone_until_used(w, settings, tmp_path):
     for body in ({"temp_file_id": temp_id}, {"temp_file_id": temp_id, "to": "viking://resources/stolen"}):
         assert_error(w["bob"].post("/api/v1/resources", body), 404, "NOT_FOUND")
     assert_error(w["bob"].post("/api/v1/skills", {"temp_file_id": temp_id}), 404, "NOT_FOUND")
-    assert w["alice"].ok(w["alice"].post("/api/v1/resources", {"temp_file_id": temp_id, "wait": True}))["files"] == 1
+    assert w["alice"].ok(w["alice"].post("/api/v1/resources", {"temp_file_id": temp_id}))["files"] == 1
