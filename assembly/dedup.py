@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from assembly.planner import Candidate
-from core.errors import InvalidArgument, InvalidUri
+from core.errors import InvalidUri
 from retrieval.uris import Subtrees, served_uri
 
 
@@ -15,15 +15,16 @@ class Filtered:
 
 
 def exclusion(exclude_uris, *, user_id: str) -> Subtrees:
-    """`exclude_uris` as the caller means them: normalised as the write path normalises (`~` is `user_id`'s
-    space, a trailing slash does not count), each covering what lies below it (a directory its files, a document
-    its sections). A URI that does not parse is a 422 naming it, before anything is searched."""
+    """`exclude_uris` as the caller means them: resolved as every URI of a request is (`~` is `user_id`'s space,
+    a reserved name where a user id belongs is refused, a trailing slash does not count), each covering what lies
+    below it (a directory its files, a document its sections). A URI that does not resolve is a 400 INVALID_URI
+    naming it and its index (`details.loc`), before anything is searched."""
     normalised = []
     for index, raw in enumerate(exclude_uris):
         try:
             normalised.append(served_uri(raw, user_id=user_id))
         except InvalidUri as error:
-            raise InvalidArgument(error.message, loc=["exclude_uris", index], type_="invalid_uri") from None
+            raise error.at("exclude_uris", index) from None
     return Subtrees(normalised)
 
 

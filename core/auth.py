@@ -23,7 +23,7 @@ from django.db import connection
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 
-from core.errors import PermissionDenied, Unauthenticated
+from core.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from core.models import DEFAULT_ACCOUNT, DEFAULT_USER, Account, AccountUser, ApiKey, hash_key
 
 
@@ -36,6 +36,9 @@ class Caller:
     user_id: str
     role: str  # "root" | "admin" | "user"
     is_authenticated: bool = True
+    # The root key names the account and user it acts for in two headers; the ones a root caller left out (without
+    # them it reaches only the admin API).
+    unnamed: tuple[str, ...] = ()
 
     @property
     def is_root(self) -> bool:
@@ -146,16 +149,23 @@ def _caller_for_names(account_name: str, user_id: str, role: str) -> Caller:
     return Caller(account.id, account.name, user_id, role)
 
 
+ACCOUNT_HEADER, USER_HEADER = "X-OpenViking-Account", "X-OpenViking-User"
+
+
 def _root_caller(headers) -> Caller:
-    """The root key may act inside any account (OpenViking's X-OpenViking-Account/User headers)."""
-    account_name = headers.get("X-OpenViking-Account", "").strip() or DEFAULT_ACCOUNT
-    user_id = headers.get("X-OpenViking-User", "").strip() or DEFAULT_USER
+    """The root key may act inside any account, for the user OpenViking's X-OpenViking-Account/User headers name."""
+    named_account = headers.get(ACCOUNT_HEADER, "").strip()
+    named_user = headers.get(USER_HEADER, "").strip()
+    account_name, user_id = named_account or DEFAULT_ACCOUNT, named_user or DEFAULT_USER
+    unnamed = tuple(
+        header for header, value in ((ACCOUNT_HEADER, named_account), (USER_HEADER, named_user)) if not value
+    )
     account = Account.objects.filter(name=account_name).first()
     if account is None:
         if account_name != DEFAULT_ACCOUNT:
-            return Caller(0, account_name, user_id, "root")
+            return Caller(0, account_name, user_id, "root", unnamed=unnamed)
         account = Account.objects.create(name=DEFAULT_ACCOUNT)
-    return Caller(account.id, account.name, user_id, "root")
+    return Caller(account.id, account.name, user_id, "root", unnamed=unnamed)
 
 
 # Headers a reverse proxy adds. Behind one, every caller reaches the server from the proxy's address, often
@@ -209,11 +219,27 @@ def authenticate_headers(
 
 
 def require_account_caller(caller: Caller | None) -> Caller:
-    """A caller that may use the store: authenticated, in an account that exists."""
+    """A caller that may use the store: authenticated, in an account that exists, as a user it names. The root key
+    without the account and user headers is refused with the headers to send, rather than answering for an account
+    and user the client never named (an empty result that says nothing)."""
     if caller is None:
         raise Unauthenticated("an API key is required (X-API-Key or Authorization: Bearer)")
     if caller.account_id == 0:
         raise PermissionDenied(f"account {caller.account!r} does not exist")
+    if caller.unnamed:
+        message = (
+            f"the root key reaches the store as the user it names: send {ACCOUNT_HEADER}: <account> and "
+            f"{USER_HEADER}: <user> with it (this request left out {' and '.join(caller.unnamed)}), or call with "
+            f"that user's own key"
+        )
+        errors = [
+            {"loc": ["header", header], "message": f"{header} is required with the root key", "type": "missing"}
+            for header in caller.unnamed
+        ]
+        raise InvalidArgument(
+            message,
+            details={"validation_errors": errors, "reason": "root_key_names_no_user", "headers": list(caller.unnamed)},
+        )
     return caller
 
 

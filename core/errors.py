@@ -27,10 +27,24 @@ class MalformedBody(OvsiteError):
 
 
 class InvalidUri(OvsiteError):
+    """`details`: the URI as sent and why; `loc` where the request held it (a list's field and index), `suggestion`
+    the URI the client most likely meant, when there is one."""
+
     code, status = "INVALID_URI", 400
 
-    def __init__(self, uri: str, reason: str):
-        super().__init__(f"invalid URI {uri!r}: {reason}", {"uri": uri, "reason": reason})
+    def __init__(self, uri: str, reason: str, *, loc: list | None = None, suggestion: str | None = None):
+        details = {"uri": uri, "reason": reason}
+        if loc is not None:
+            details["loc"] = loc
+        if suggestion is not None:
+            details["suggestion"] = suggestion
+        super().__init__(f"invalid URI {uri!r}: {reason}", details)
+
+    def at(self, *loc) -> "InvalidUri":
+        """The same refusal, naming where in the request the URI stood."""
+        return InvalidUri(
+            self.details["uri"], self.details["reason"], loc=list(loc), suggestion=self.details.get("suggestion")
+        )
 
 
 class Unauthenticated(OvsiteError):

@@ -30,7 +30,7 @@ from retrieval import services
 from retrieval.embedders import get_embedder
 from retrieval.models import LEXICAL_CONFIG, SEARCH_PARTITIONS, Context, ProcessingTask
 from retrieval.recount import recount_tokens, write_counter
-from retrieval.uris import SCHEME, parse_uri
+from retrieval.uris import SCHEME, parse_stored_uri
 
 # A filtered list is counted exactly up to this many rows (one scan of at most as many), beyond it estimated.
 EXACT_COUNT_UP_TO = 1000
@@ -143,7 +143,7 @@ def visibility_notes(node: Context, current_model: str) -> list[tuple[str, str]]
             )
         )
     if node.state == "ready" and node.embedding is None:
-        if node.kind == "dir" and not node.content_hash and parse_uri(node.uri, user_id="").is_structural:
+        if node.kind == "dir" and not node.content_hash and parse_stored_uri(node.uri).is_structural:
             notes.append(("info", "A container folder: never a search hit itself; the nodes below it are."))
         else:
             notes.append(("warning", "Ready but without a vector: vector searches cannot find it. Re-embed it."))

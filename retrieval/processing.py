@@ -10,7 +10,7 @@ from retrieval.embedders import EmbeddingError, get_embedder
 from retrieval.models import Context, ProcessingTask
 from retrieval.recount import write_counter
 from retrieval.summaries import Summarizer, directory_texts, document_outline
-from retrieval.uris import SCHEME, parse_uri
+from retrieval.uris import SCHEME, parse_stored_uri
 
 # The logger this code had in retrieval/tasks.py: the worker's log lines keep their name for those who filter on it.
 log = logging.getLogger("retrieval.tasks")
@@ -87,7 +87,7 @@ def refresh_directories(account_id: int, uris: list[str], summarizer: Summarizer
     dirs = {row.uri: row for row in Context.objects.filter(account_id=account_id, uri__in=wanted, kind="dir")}
     ordered = sorted(dirs.values(), key=lambda row: row.uri.count("/"), reverse=True)
     # A document (a SKILL.md too) is a hit of its own, wherever it lives.
-    searchable = [row for row in ordered if row.content_hash or not parse_uri(row.uri, user_id="").is_structural]
+    searchable = [row for row in ordered if row.content_hash or not parse_stored_uri(row.uri).is_structural]
     fresh: dict[str, str] = {}
     counter = write_counter()
     for row in ordered:

@@ -7,7 +7,7 @@ from retrieval.bulk import build_vector_indexes, drop_vector_indexes, embedded
 from retrieval.embedders import get_embedder
 from retrieval.models import Context
 from retrieval.search.statements import vector_text
-from retrieval.uris import parse_uri
+from retrieval.uris import parse_stored_uri
 
 
 def stored_dimension() -> int:
@@ -54,7 +54,7 @@ def _reembed(batch_size: int, workers: int, maintenance_work_mem: str, progress,
     )
     pending, containers = [], []
     for pk, uri, kind, abstract, digest, updated_at in rows.iterator():
-        if kind == "dir" and not digest and parse_uri(uri, user_id="").is_structural:  # a document is a hit
+        if kind == "dir" and not digest and parse_stored_uri(uri).is_structural:  # a document is a hit
             containers.append(pk)
         else:
             pending.append((pk, updated_at, abstract or uri.rsplit("/", 1)[-1]))

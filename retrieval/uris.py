@@ -1,4 +1,11 @@
-"""`viking://` URIs: parsing, normalisation and the facts derived from a path, in one place."""
+"""`viking://` URIs: parsing, normalisation and the facts derived from a path, in one place.
+
+`parse_uri` is the one resolver of a URI a request names, REST and MCP alike, with OpenViking 0.5.2's rules at its
+request boundary (`openviking/core/namespace.py`, `resolve_current_user_uri`): `viking://~/…` is the caller's own
+space, and `viking://user/<reserved>/…` (a space name where the user id belongs: OpenViking's old uid-less
+shorthand, which its plugins still send) is refused with the way to say it, unless the caller's user id is that
+very name. `parse_stored_uri` reads a URI the store already holds, with no caller to resolve against.
+"""
 
 import re
 from dataclasses import dataclass
@@ -17,6 +24,8 @@ MAX_SEGMENT_LENGTH = 255
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]|%(2f|5c|00)", re.IGNORECASE)
 _OWNER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _DECODED_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/\\]")
+# Names of a user's spaces that OpenViking 0.5.2 refuses as the user id of `viking://user/<id>/…`.
+RESERVED_USER_SEGMENTS = ("memories", "resources", "skills", "peers", "privacy", "sessions")
 
 
 def _decoded(segment: str) -> str:
@@ -103,8 +112,29 @@ class VikingUri:
         return self.segments[: len(prefix.segments)] == prefix.segments
 
 
+def reserved_name_refusal(raw: str, segments: list[str]) -> InvalidUri:
+    """OpenViking's refusal of `viking://user/<reserved>/…`, with its hint: the `~` form for the caller's space,
+    the explicit form for another user's."""
+    rest = "/".join(segments[1:])
+    reason = (
+        f"'{segments[1]}' is a reserved name, not a user id. Use 'viking://~/{rest}' for the current user, "
+        f"or 'viking://user/{{user_id}}/{rest}' for an explicit user"
+    )
+    return InvalidUri(raw, reason, suggestion=f"{SCHEME}~/{rest}")
+
+
 def parse_uri(raw, *, user_id: str, spaces: tuple[str, ...] = SPACES) -> VikingUri:
-    """Parses and normalises `raw`; `viking://~` is the calling user's own space. Raises `InvalidUri`."""
+    """Parses and normalises `raw` as the caller `user_id` names it: `viking://~` is the caller's own space, and a
+    reserved name where a user id belongs is refused (OpenViking 0.5.2's rules). Raises `InvalidUri`."""
+    return _parse(raw, user_id=user_id, spaces=spaces)
+
+
+def parse_stored_uri(uri: str) -> VikingUri:
+    """A URI the store holds (already resolved when it was written): parsed with no caller's rules."""
+    return _parse(uri, user_id=None, spaces=SPACES)
+
+
+def _parse(raw, *, user_id: str | None, spaces: tuple[str, ...]) -> VikingUri:
     if not isinstance(raw, str) or not raw:
         raise InvalidUri(str(raw), "a URI must be a non-empty string")
     if len(raw) > MAX_URI_LENGTH:
@@ -116,6 +146,8 @@ def parse_uri(raw, *, user_id: str, spaces: tuple[str, ...] = SPACES) -> VikingU
     path = raw[len(SCHEME) :].rstrip("/")
     segments = path.split("/") if path else []
     if segments[:1] == ["~"]:
+        if user_id is None:
+            raise InvalidUri(raw, "~ names the caller's space, and here there is no caller")
         segments = ["user", user_id, *segments[1:]]
     for segment in segments:
         if segment in ("", ".", ".."):
@@ -131,6 +163,15 @@ def parse_uri(raw, *, user_id: str, spaces: tuple[str, ...] = SPACES) -> VikingU
         raise InvalidUri(raw, f"the first segment must be one of {', '.join(spaces)} or ~")
     if len(segments) > 1 and segments[0] in ("user", "agent") and not _OWNER_ID.match(segments[1]):
         raise InvalidUri(raw, "user and agent ids are 1-64 letters, digits, '_', '.', '@' or '-'")
+    # The self-id escape: a user whose id is literally the reserved name keeps `viking://user/<that name>`.
+    if (
+        user_id is not None
+        and len(segments) > 1
+        and segments[0] == "user"
+        and segments[1] in RESERVED_USER_SEGMENTS
+        and segments[1] != user_id
+    ):
+        raise reserved_name_refusal(raw, segments)
     parsed = VikingUri(SCHEME + "/".join(segments), tuple(segments))
     if len(parsed.uri) > MAX_URI_LENGTH:  # `~` expands to `user/{id}`: check what will be stored
         raise InvalidUri(raw[:80] + "…", f"longer than {MAX_URI_LENGTH} characters once ~ is expanded")

@@ -291,8 +291,8 @@ def sdk_connect(live_server, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
     opened = []
 
-    def open_client(api_key=None):
-        client = SyncHTTPClient(url=live_server.url, api_key=api_key)
+    def open_client(api_key=None, **identity):  # identity: the SDK's `account` and `user` (its headers)
+        client = SyncHTTPClient(url=live_server.url, api_key=api_key, **identity)
         client.initialize()
         opened.append(client)
         return client

@@ -101,12 +101,16 @@ def test_context_exclusion_of_a_document_covers_its_sections(store):
     assert result["stats"]["excluded"] >= 2
 
 
-@pytest.mark.parametrize("raw", ["https://example.com/a.md", "viking://nowhere/a.md", "viking://resources/../x"])
-def test_an_unparseable_exclude_uri_is_422_naming_it(store, raw):
+@pytest.mark.parametrize(
+    "raw",
+    ["https://example.com/a.md", "viking://nowhere/a.md", "viking://resources/../x", "viking://user/memories/a.md"],
+)
+def test_an_unparseable_exclude_uri_is_invalid_uri_naming_it_and_its_index(store, raw):
+    """As every field that takes a URI (issue 39): 400 INVALID_URI, `details.loc` where it stood."""
     status, body = store.post(SEARCH, {"mode": "context", "query": "deploy", "exclude_uris": [DEPLOY, raw]})
-    assert status == 422 and body["error"]["code"] == "INVALID_ARGUMENT", body
-    assert raw in body["error"]["message"]
-    assert body["error"]["details"]["validation_errors"][0]["loc"] == ["exclude_uris", 1]
+    assert status == 400 and body["error"]["code"] == "INVALID_URI", body
+    assert raw in body["error"]["message"] and body["error"]["details"]["uri"] == raw
+    assert body["error"]["details"]["loc"] == ["exclude_uris", 1]
 
 
 # bootstrap mode ----------------------------------------------------------------------------------------------
@@ -141,11 +145,11 @@ def test_bootstrap_exclusion_of_a_document_covers_its_sections(store):
     assert not under(uris(result), DOC) and result["stats"]["excluded"] >= 2
 
 
-def test_an_unparseable_bootstrap_exclude_uri_is_422_naming_it(store):
+def test_an_unparseable_bootstrap_exclude_uri_is_invalid_uri_naming_it(store):
     status, body = store.post(SEARCH, {"mode": "bootstrap", "exclude_uris": ["viking:///a.md"]})
-    assert status == 422 and body["error"]["code"] == "INVALID_ARGUMENT", body
+    assert status == 400 and body["error"]["code"] == "INVALID_URI", body
     assert "viking:///a.md" in body["error"]["message"]
-    assert body["error"]["details"]["validation_errors"][0]["loc"] == ["exclude_uris", 0]
+    assert body["error"]["details"]["loc"] == ["exclude_uris", 0]
 
 
 # level -------------------------------------------------------------------------------------------------------

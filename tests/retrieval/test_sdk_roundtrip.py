@@ -5,6 +5,7 @@ import pytest
 from django.test import override_settings
 from openviking_sdk.errors import (
     ConflictError,
+    InvalidArgumentError,
     InvalidURIError,
     NotFoundError,
     PermissionDeniedError,
@@ -156,7 +157,10 @@ def test_with_a_root_key_an_account_created_through_the_sdk_works_with_its_own_k
         root = sdk_connect("root-test-key")
         created = root.admin_create_account("acme", "alice")
         assert (created["account_id"], created["admin_user_id"]) == ("acme", "alice")
-        root.write("viking://resources/default-only.md", "Visible in the default account only.", wait=True)
+        with pytest.raises(InvalidArgumentError):  # on a data route the root key names its account and user
+            root.write("viking://resources/default-only.md", "In no account: refused.", wait=True)
+        root_as_default = sdk_connect("root-test-key", account="default", user="default")
+        root_as_default.write("viking://resources/default-only.md", "Visible in the default account only.", wait=True)
 
         alice = sdk_connect(created["user_key"])
         written = alice.write("viking://~/memories/preferences/tea.md", "Alice drinks green tea.", wait=True)

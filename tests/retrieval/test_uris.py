@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidUri
-from retrieval.uris import MAX_URI_LENGTH, parse_file_uri, parse_uri
+from retrieval.uris import MAX_URI_LENGTH, RESERVED_USER_SEGMENTS, parse_file_uri, parse_stored_uri, parse_uri
 
 USER = "alice"
 
@@ -208,6 +208,56 @@ def test_file_uri_below_a_root_parses():
     )
 
 
+# OpenViking 0.5.2's request-boundary rules ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", RESERVED_USER_SEGMENTS)
+def test_a_reserved_name_in_the_user_id_place_is_refused_with_openvikings_hint(name):
+    with pytest.raises(InvalidUri) as caught:
+        parse(f"viking://user/{name}")
+    assert caught.value.details["reason"] == (
+        f"'{name}' is a reserved name, not a user id. Use 'viking://~/{name}' for the current user, "
+        f"or 'viking://user/{{user_id}}/{name}' for an explicit user"
+    )
+    assert caught.value.code == "INVALID_URI" and caught.value.details["suggestion"] == f"viking://~/{name}"
+
+
+def test_the_hint_carries_the_whole_path_without_a_trailing_slash():
+    with pytest.raises(InvalidUri) as caught:
+        parse("viking://user/memories/preferences/")
+    assert "Use 'viking://~/memories/preferences' for the current user" in caught.value.message
+    assert caught.value.details["uri"] == "viking://user/memories/preferences/"
+    assert caught.value.details["suggestion"] == "viking://~/memories/preferences"
+
+
+def test_a_file_uri_in_the_uid_less_form_is_refused_too():
+    with pytest.raises(InvalidUri):
+        parse_file_uri("viking://user/memories/preferences/tea.md", user_id=USER)
+
+
+def test_a_user_named_after_a_reserved_space_keeps_it():
+    """OpenViking's self-id escape: the same spelling is an explicit-uid URI for a user literally so named."""
+    assert parse("viking://user/memories/memories/profile.md", user_id="memories").owner == "memories"
+    assert parse("viking://~/memories", user_id="memories").uri == "viking://user/memories/memories"
+    with pytest.raises(InvalidUri):
+        parse("viking://user/skills/x", user_id="memories")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["viking://user", "viking://user/bob/memories", "viking://agent/memories/skills/x", "viking://resources/memories"],
+)
+def test_other_uses_of_the_reserved_words_resolve(raw):
+    assert parse(raw).uri == raw
+
+
+def test_a_stored_uri_is_read_without_a_callers_rules():
+    """The store holds resolved URIs: one of a user named `memories` reads back, and `~` has no caller there."""
+    assert parse_stored_uri("viking://user/memories/memories/profile.md").owner == "memories"
+    with pytest.raises(InvalidUri):
+        parse_stored_uri("viking://~/memories")
+
+
 # properties -------------------------------------------------------------------------------------------------
 
 SAFE_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_-.@~é中 ", min_size=1, max_size=20).filter(
@@ -272,3 +322,24 @@ def test_any_text_parses_or_raises_invalid_uri(raw):
         return
     assert parse_uri(parsed.uri, user_id=USER) == parsed
     assert ".." not in parsed.segments and "" not in parsed.segments
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(RESERVED_USER_SEGMENTS), user_id=USER_ID, tail=st.lists(SAFE_SEGMENT, max_size=4))
+def test_the_hints_uri_is_the_same_path_in_the_callers_own_space(name, user_id, tail):
+    """Whoever calls, the hint names the same path below `~`; only the user so named is let through. (A path that
+    breaks another rule, a memory outside the categories, is refused for that once the hint is followed.)"""
+    raw = "viking://user/" + "/".join([name, *tail])
+    try:
+        parsed = parse_uri(raw, user_id=user_id)
+    except InvalidUri as refused:
+        assert user_id != name and "is a reserved name" in refused.details["reason"]
+        assert refused.details["suggestion"] == "viking://~/" + "/".join([name, *tail])
+        try:
+            followed = parse_uri(refused.details["suggestion"], user_id=user_id)
+        except InvalidUri as other:
+            assert "is a reserved name" not in other.details["reason"]
+        else:
+            assert followed.owner == user_id and followed.segments[2:] == (name, *tail)
+    else:
+        assert user_id == name and parsed.owner == name
