@@ -50,11 +50,14 @@ migrate: pg-start
 
 # ASGI: Django and the MCP endpoint (/mcp) in one app (ovsite/asgi.py). Stored token counts made with other
 # weights or another family are recounted before serving (retrieval/recount.py); console_login says how to log in to
-# /admin/ (creating the superuser from DJANGO_SUPERUSER_* when set).
+# /admin/ (creating the superuser from DJANGO_SUPERUSER_* when set). The access log names the socket's peer
+# (--no-proxy-headers): uvicorn would otherwise print a loopback caller's X-Forwarded-For as the client, a spoofed
+# address on the very requests dev mode refuses for that header. The embedded PostgreSQL keeps running after the
+# server stops, for the next `make run`: `make pg-stop` stops it.
 run: migrate
 	$(PY) manage.py recount_tokens --if-stale
 	$(PY) manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/
-	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT)
+	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT) --no-proxy-headers
 
 # The production shape on one machine (docs/operations.md): the Procfile's release step, then its web (uvicorn
 # workers: Django and /mcp), worker and beat under honcho, on CELERY_BROKER_URL and on DATABASE_URL (unset: the

@@ -14,6 +14,13 @@ from profiles import services, views
 from profiles.models import LLMUsage, ModelPrice, PurposeProfile, RecallDaily, RecallEvent, RetrievalSettings
 from profiles.selectors import current_settings
 
+NO_VALUE = "—"
+
+
+def milliseconds(value: float | None) -> str:
+    """A latency as an operator reads it: `6.1 ms`, not the float's 15 decimals."""
+    return NO_VALUE if value is None else f"{value:,.1f} ms"
+
 
 class HistoryAdmin(SimpleHistoryAdmin):
     """A revert is the admin's own change form filled with the old values: saved through the same form and model
@@ -24,6 +31,12 @@ class HistoryAdmin(SimpleHistoryAdmin):
         if match is not None and match.url_name.endswith("_simple_history"):
             obj._change_reason = f"reverted to version {match.args[1]}"
         super().save_model(request, obj, form, change)
+
+    def set_history_delta_changes(self, request, historical_records, *args, **kwargs):
+        # Only a revert states a reason; the history list shows the others' empty one as a dash, not "None".
+        super().set_history_delta_changes(request, historical_records, *args, **kwargs)
+        for record in historical_records:
+            record.history_change_reason = record.history_change_reason or NO_VALUE
 
 
 @admin.register(PurposeProfile)
@@ -198,12 +211,18 @@ class LLMUsageAdmin(ReadOnlyLedgerAdmin):
         "account",
         "prompt_tokens",
         "completion_tokens",
-        "latency_ms",
+        "latency",
         "outcome",
     )
     list_filter = ("kind", "outcome", "model")
     search_fields = ("model", "error", "account__name", "=request_id")
     date_hierarchy = "created_at"
+    exclude = ("latency_ms",)  # shown as `latency`, in ms with one decimal
+    readonly_fields = ("latency",)
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, usage):
+        return milliseconds(usage.latency_ms)
 
 
 @admin.register(RecallEvent)
@@ -230,7 +249,7 @@ class RecallEventAdmin(ReadOnlyLedgerAdmin):
         "relevance_strong",
         "query_expansion",
         "rewrite",
-        "latency_ms",
+        "latency",
     )
     list_filter = (
         "endpoint",
@@ -289,7 +308,7 @@ class RecallEventAdmin(ReadOnlyLedgerAdmin):
                     "cooled",
                     "query_expansion",
                     "rewrite",
-                    "latency_ms",
+                    "latency",
                 ]
             },
         ),
@@ -302,6 +321,7 @@ class RecallEventAdmin(ReadOnlyLedgerAdmin):
         "hits_before_after",
         "tokens",
         "served_entries",
+        "latency",
     )
 
     def get_search_results(self, request, queryset, search_term):
@@ -366,6 +386,10 @@ class RecallEventAdmin(ReadOnlyLedgerAdmin):
     @admin.display(description="hits before → after the threshold")
     def hits_before_after(self, event):
         return f"{event.hits_before_threshold} → {event.candidates}"
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, event):
+        return milliseconds(event.latency_ms)
 
     @admin.display(description="used / max tokens")
     def tokens(self, event):

@@ -21,6 +21,8 @@ def _link(name: str, url_name: str, *args) -> dict:
 class ConsoleSite(admin.AdminSite):
     site_header = site_title = "ovsite console"
     index_title = "Console"
+    # The header's "View site": ovsite has no site at `/` (a JSON 404); the API reference is the page beside it.
+    site_url = "/api/docs/"
 
     def get_app_list(self, request, app_label=None):
         apps = super().get_app_list(request, app_label)

