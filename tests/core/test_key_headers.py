@@ -1,8 +1,15 @@
 """One key header, once (core/auth.py `check_credential_headers`): a request that gives `X-API-Key` or `Authorization`
 more than once, gives both, or spells `X-API-Key` with underscores is refused with 401 UNAUTHENTICATED, a
-`details.reason` and how to send the key, on the REST API and on the MCP endpoint, in dev mode and with a root key,
-under each server ovsite is served by: uvicorn on `ovsite.asgi:application` (`make run`, the Procfile) and gunicorn on
-`ovsite.wsgi`. The header lines go over the wire as written here (httpx, headers as a list of pairs)."""
+`details.reason` and how to send the key, on the REST API and on the MCP endpoint, under each server ovsite is served
+by: uvicorn on `ovsite.asgi:application` (`make run`, the Procfile) and gunicorn on `ovsite.wsgi`. The header lines go
+over the wire as written here (httpx, headers as a list of pairs).
+
+What the rule reads depends on the server (uvicorn: the lines as received, for REST and /mcp; gunicorn: its environ,
+repeated lines joined, underscore names dropped), not on the mode, which is decided after it: each server runs in one
+mode, between them both. gunicorn has the root key, where a dropped underscore header is a 401 and so cannot pass for
+the key's caller (in dev mode the keyless caller's listing is the key's)."""
+
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -14,10 +21,8 @@ from tests.live import child_env, database_env, start_asgi, start_ovsite
 from tests.mcp_server.test_mcp import INITIALIZE, POST_HEADERS
 
 ROOT_KEY = "key-headers-root-key"
-SERVERS = [("uvicorn", "dev"), ("uvicorn", "root"), ("gunicorn", "dev"), ("gunicorn", "root")]
-ASGI_SERVERS = [server for server in SERVERS if server[0] == "uvicorn"]  # gunicorn serves no /mcp
-ON_EVERY_SERVER = pytest.mark.parametrize("kind, mode", SERVERS, ids=[f"{kind}-{mode}" for kind, mode in SERVERS])
-ON_ASGI = pytest.mark.parametrize("kind, mode", ASGI_SERVERS, ids=[f"{kind}-{mode}" for kind, mode in ASGI_SERVERS])
+UVICORN, GUNICORN = "uvicorn-dev", "gunicorn-root"  # gunicorn serves no /mcp
+ON_EVERY_SERVER = pytest.mark.parametrize("server", [UVICORN, GUNICORN])
 
 # name: (the header lines, given the issued key K; the refusal's reason)
 REFUSED = {
@@ -37,22 +42,24 @@ ACCEPTED = {"x-api-key": lambda k: [("X-API-Key", k)], "bearer": lambda k: [("Au
 
 @pytest.fixture(scope="module")
 def servers(django_db_setup, tmp_path_factory):
-    """`servers(kind, mode)`: ovsite under that server (`uvicorn` or `gunicorn`), in dev mode or with a root key, on the
-    test database; each started once for the module."""
-    started = {}
+    """{UVICORN: url, GUNICORN: url}: ovsite under each, on the test database, started side by side once for the
+    module."""
 
-    def server(kind: str, mode: str) -> str:
-        if (kind, mode) not in started:
-            env = child_env(**database_env(), OVSITE_ROOT_API_KEY=ROOT_KEY if mode == "root" else "")
-            log_dir = tmp_path_factory.mktemp(f"{kind}-{mode}")
-            started[kind, mode] = (
-                start_asgi(log_dir, env) if kind == "uvicorn" else start_ovsite(log_dir, env, threads=2)
-            )
-        return started[kind, mode][1]
+    def start(name: str, log_dir) -> tuple:
+        kind, mode = name.split("-")
+        env = child_env(**database_env(), OVSITE_ROOT_API_KEY=ROOT_KEY if mode == "root" else "")
+        return start_asgi(log_dir, env) if kind == "uvicorn" else start_ovsite(log_dir, env, threads=2)
 
-    yield server
-    for process, _ in started.values():
-        process.stop()
+    with ThreadPoolExecutor(2) as pool:
+        starting = {name: pool.submit(start, name, tmp_path_factory.mktemp(name)) for name in (UVICORN, GUNICORN)}
+    started = {name: future.result() for name, future in starting.items() if future.exception() is None}
+    try:
+        for future in starting.values():
+            future.result()  # one that did not come up fails the module, once the other is stopped
+        yield {name: url for name, (_, url) in started.items()}
+    finally:
+        for process, _ in started.values():
+            process.stop()
 
 
 @pytest.fixture
@@ -124,35 +131,32 @@ def test_the_rule_lets_one_key_header_through(lines):
 
 @ON_EVERY_SERVER
 @pytest.mark.parametrize("form", ACCEPTED)
-def test_rest_serves_one_key_header_once(servers, key, kind, mode, form):
+def test_rest_serves_one_key_header_once(servers, key, server, form):
     """The control: the key the refusals below carry is good."""
-    assert rest(servers(kind, mode), ACCEPTED[form](key)).status_code == 200
+    assert rest(servers[server], ACCEPTED[form](key)).status_code == 200
 
 
 @ON_EVERY_SERVER
 @pytest.mark.parametrize("case", REFUSED)
-def test_rest_refuses_a_key_header_twice_or_in_two_forms(servers, key, kind, mode, case):
+def test_rest_refuses_a_key_header_twice_or_in_two_forms(servers, key, server, case):
     """Under gunicorn too: it hands the app repeated lines joined by commas, which the rule refuses alike."""
     lines, reason = REFUSED[case]
-    error = assert_refused(rest(servers(kind, mode), lines(key)), reason)
+    error = assert_refused(rest(servers[server], lines(key)), reason)
     assert error["details"].get("header", "X-API-Key") in error["message"], error
 
 
-@ON_ASGI
 @pytest.mark.parametrize("name", UNDERSCORE_NAMES)
-def test_rest_refuses_an_underscore_key_header_under_uvicorn(servers, key, kind, mode, name):
+def test_rest_refuses_an_underscore_key_header_under_uvicorn(servers, key, name):
     """uvicorn passes the name on and a2wsgi maps it onto HTTP_X_API_KEY, as X-API-Key's: it was taken as the key."""
-    error = assert_refused(rest(servers(kind, mode), [(name, key)]), "underscore_header")
+    error = assert_refused(rest(servers[UVICORN], [(name, key)]), "underscore_header")
     assert error["details"]["header"].lower() == name.lower(), error
 
 
-@pytest.mark.parametrize("mode", ["dev", "root"])
 @pytest.mark.parametrize("name", UNDERSCORE_NAMES)
-def test_gunicorn_drops_an_underscore_key_header_before_the_app_sees_it(servers, key, mode, name):
+def test_gunicorn_drops_an_underscore_key_header_before_the_app_sees_it(servers, key, name):
     """gunicorn 22+ drops a header whose name has an underscore (`header_map = "drop"`): the request is the keyless
-    one, never the key's caller (with a root key a 401 for the missing key; in dev mode the keyless loopback caller),
-    and an `X-API-Key` beside it is the only key."""
-    url = servers("gunicorn", mode)
+    one (a 401 for the missing key), never the key's caller, and an `X-API-Key` beside it is the only key."""
+    url = servers[GUNICORN]
     assert without_request_id(rest(url, [(name, key)])) == without_request_id(rest(url, []))
     assert rest(url, [(name, "made-up"), ("X-API-Key", key)]).status_code == 200
 
@@ -160,22 +164,19 @@ def test_gunicorn_drops_an_underscore_key_header_before_the_app_sees_it(servers,
 # MCP, under uvicorn -----------------------------------------------------------------------------------------
 
 
-@ON_ASGI
 @pytest.mark.parametrize("form", ACCEPTED)
-def test_mcp_serves_one_key_header_once(servers, key, kind, mode, form):
-    response = mcp(servers(kind, mode), ACCEPTED[form](key))
+def test_mcp_serves_one_key_header_once(servers, key, form):
+    response = mcp(servers[UVICORN], ACCEPTED[form](key))
     assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "ovsite", response.text
 
 
-@ON_ASGI
 @pytest.mark.parametrize("case", REFUSED)
-def test_mcp_refuses_a_key_header_twice_or_in_two_forms(servers, key, kind, mode, case):
+def test_mcp_refuses_a_key_header_twice_or_in_two_forms(servers, key, case):
     """MCP read the first of two X-API-Key lines (Starlette's Headers.get) and X-API-Key before Authorization."""
     lines, reason = REFUSED[case]
-    assert_refused(mcp(servers(kind, mode), lines(key)), reason)
+    assert_refused(mcp(servers[UVICORN], lines(key)), reason)
 
 
-@ON_ASGI
 @pytest.mark.parametrize("name", UNDERSCORE_NAMES)
-def test_mcp_refuses_an_underscore_key_header(servers, key, kind, mode, name):
-    assert_refused(mcp(servers(kind, mode), [(name, key)]), "underscore_header")
+def test_mcp_refuses_an_underscore_key_header(servers, key, name):
+    assert_refused(mcp(servers[UVICORN], [(name, key)]), "underscore_header")
