@@ -14,7 +14,8 @@ from retrieval.services import URI_LOCKS_MAX
 
 WRITE = "/api/v1/content/write"
 BATCH = "/api/v1/content/batch-write"
-RACERS = 20
+# Eight writers on a barrier caught the per-URI locks' removal as often as twenty did (tried), in half the time.
+RACERS = 8
 FILLER = "The workers read the queue and write their results to the store. " * 3
 
 
