@@ -3,12 +3,12 @@ and is handed counts made here.
 
 - Stored abstract counts are exact in the deployment's family: a request in that family plans with them; one in
   another family gets the estimator's.
-- An element's tags (`<memory uri=… type=… score=… detail=…>`, its close and the separator) are what the estimator
-  counts worst (it over-counts them by 8–11 %): they are counted exactly as the URI's tokens plus the template's
-  around it. The template is counted once per process, family and category, the URI once per process and family
-  (a URI recurs across turns); the URI's ends fall on the pre-tokenizers' boundaries (a quote before, a quote
-  after), so the parts add up, and a two-decimal score costs the same whatever its digits. Where they do not (a
-  URI ending in `/`, whose slash joins the quote), the plan is a token off, which the exact fit absorbs.
+- An element's tags (`<memory uri=… type=… score=… date=… detail=…>`, its close and the separator) are what the
+  estimator counts worst (it over-counts them by 8–11 %): they are counted exactly as the URI's tokens plus the
+  template's around it. The template is counted once per process, family and category, the URI once per process and
+  family (a URI recurs across turns); the URI's ends fall on the pre-tokenizers' boundaries (a quote before, a quote
+  after), so the parts add up, and a two-decimal score costs the same whatever its digits. Where they do not (a URI
+  ending in `/`, whose slash joins the quote), the plan is a token off, which the exact fit absorbs.
 """
 
 from dataclasses import replace
@@ -21,6 +21,7 @@ from retrieval.tokenizers import Counter
 
 URIS_CACHED = 100_000
 _TEMPLATE_URI = "viking://resources/template.md"
+_TEMPLATE_DATE = "2026-06-15"
 
 
 @lru_cache(maxsize=URIS_CACHED)
@@ -29,18 +30,21 @@ def _uri_tokens(counter: Counter, uri: str) -> int:
 
 
 @lru_cache(maxsize=256)
-def _template_tokens(counter: Counter, category: str) -> tuple[int, ...]:
+def _template_tokens(counter: Counter, category: str, dated: bool) -> tuple[int, ...]:
     """The element at each tier (TIER_ORDER: a `uri` line, then tags around a body) less the URI, separator
-    included: the detail's name costs more in some vocabularies than in others."""
+    included: the detail's name costs more in some vocabularies than in others. A day costs about the same
+    whatever its digits."""
     uri = _uri_tokens(counter, _TEMPLATE_URI)
+    date = _TEMPLATE_DATE if dated else None
     return tuple(
-        counter.count(render_block(_TEMPLATE_URI, category, 0.0, tier, "") + SEPARATOR) - uri for tier in TIER_ORDER
+        counter.count(render_block(_TEMPLATE_URI, category, 0.0, tier, "", date) + SEPARATOR) - uri
+        for tier in TIER_ORDER
     )
 
 
-def _shell_tokens(counter: Counter, uri: str, category: str) -> tuple[int, ...]:
+def _shell_tokens(counter: Counter, uri: str, category: str, dated: bool) -> tuple[int, ...]:
     own = _uri_tokens(counter, uri)
-    return tuple(template + own for template in _template_tokens(counter, category))
+    return tuple(template + own for template in _template_tokens(counter, category, dated))
 
 
 def with_exact_costs(candidates: list[Candidate], counter: Counter, stored_family: str) -> list[Candidate]:
@@ -51,7 +55,7 @@ def with_exact_costs(candidates: list[Candidate], counter: Counter, stored_famil
     return [
         replace(
             c,
-            shell_tokens=_shell_tokens(counter, c.uri, c.category),
+            shell_tokens=_shell_tokens(counter, c.uri, c.category, c.date is not None),
             abstract_tokens=c.abstract_tokens if stored else None,
         )
         for c in candidates

@@ -45,13 +45,18 @@ def _merged(document: str, tier: str, members: list[dict]) -> dict:
     ordered = sorted(members, key=lambda m: m["uri"])  # section names start with their position
     text = "\n\n".join(f"{m['uri']}\n{m['text']}" for m in ordered)
     best = max(members, key=lambda m: m["score"])
-    return {
+    merged = {
         "uri": document,
         "category": best["category"],
         "score": best["score"],
         "detail": tier,
         "text": text,
         "abstract": "",
+        "date": best.get("date"),
         "sections": [m["uri"] for m in ordered],
-        "block": render_block(document, best["category"], best["score"], tier, text),
+        "block": render_block(document, best["category"], best["score"], tier, text, best.get("date")),
     }
+    relevances = [m["relevance"] for m in members if "relevance" in m]
+    if relevances:
+        merged["relevance"] = max(relevances)
+    return merged

@@ -90,7 +90,7 @@ def _fit(
             victim["text"] = victim["abstract"] if tier == "abstract" else ""
         if victim in entries:
             victim["block"] = render_block(
-                victim["uri"], victim["category"], victim["score"], victim["detail"], victim["text"]
+                victim["uri"], victim["category"], victim["score"], victim["detail"], victim["text"], victim["date"]
             )
         rendered = render_blocks([e["block"] for e in entries])
         used = counter.count(rendered)
@@ -205,17 +205,19 @@ def _rendered_entries(plan: Plan, bodies: dict[str, str]) -> list[dict]:
     for planned in plan.entries:
         c = planned.candidate
         text = bodies.get(c.uri, "") if planned.tier != "uri" else ""
-        out.append(
-            {
-                "uri": c.uri,
-                "category": c.category,
-                "score": c.score,
-                "detail": planned.tier,
-                "text": text,
-                "abstract": c.abstract,
-                "block": render_block(c.uri, c.category, c.score, planned.tier, text),
-            }
-        )
+        entry = {
+            "uri": c.uri,
+            "category": c.category,
+            "score": c.score,
+            "detail": planned.tier,
+            "text": text,
+            "abstract": c.abstract,
+            "date": c.date,
+            "block": render_block(c.uri, c.category, c.score, planned.tier, text, c.date),
+        }
+        if c.relevance is not None:
+            entry["relevance"] = c.relevance
+        out.append(entry)
     return out
 
 
@@ -387,7 +389,12 @@ def _stats(
 def _result(entries: list[dict], rendered: str, digest: Digest, stats: dict) -> dict:
     return {
         "entries": [
-            {k: e[k] for k in ("uri", "category", "score", "detail", "text", "sections") if k in e} for e in entries
+            {
+                k: e[k]
+                for k in ("uri", "category", "score", "relevance", "date", "detail", "text", "sections")
+                if e.get(k) is not None
+            }
+            for e in entries
         ],
         "rendered": rendered,
         "digest": digest.digest,

@@ -35,6 +35,9 @@ class Candidate:
     # tags and separator at each tier (TIER_ORDER). Else the estimator counts them.
     abstract_tokens: int | None = None
     shell_tokens: tuple[int, ...] | None = None
+    # A search's fused value, the rank order's key (retrieval.search.fusion.fuse); None for a bootstrap slot's.
+    relevance: float | None = None
+    date: str | None = None  # a memory's day (YYYY-MM-DD), rendered with it: which of two statements is current
 
     @property
     def bucket(self) -> str:
@@ -120,7 +123,7 @@ def block_cost(candidate: Candidate, tier: str, body_tokens: int, family: str) -
     body = body_tokens if tier != "uri" else 0
     if candidate.shell_tokens is not None:
         return candidate.shell_tokens[RANK[tier]] + body
-    shell = render_block(candidate.uri, candidate.category, candidate.score, tier, "") + SEPARATOR
+    shell = render_block(candidate.uri, candidate.category, candidate.score, tier, "", candidate.date) + SEPARATOR
     return estimate_tokens(shell, family) + body
 
 

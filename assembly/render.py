@@ -15,17 +15,18 @@ def neutralise(body: str) -> str:
     return _NOT_XML.sub("\ufffd", body.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;"))
 
 
-def open_tag(uri: str, category: str, score: float, detail: str) -> str:
+def open_tag(uri: str, category: str, score: float, detail: str, date: str | None = None) -> str:
+    dated = f' date="{escape(date, quote=True)}"' if date else ""
     return (
         f'<memory uri="{escape(uri, quote=True)}" type="{escape(category, quote=True)}" '
-        f'score="{score:.2f}" detail="{detail}"'
+        f'score="{score:.2f}"{dated} detail="{detail}"'
     )
 
 
-def render_block(uri: str, category: str, score: float, detail: str, body: str) -> str:
+def render_block(uri: str, category: str, score: float, detail: str, body: str, date: str | None = None) -> str:
     if detail == "uri":
-        return open_tag(uri, category, score, detail) + " />"
-    return f"{open_tag(uri, category, score, detail)}>\n{neutralise(body)}\n</memory>"
+        return open_tag(uri, category, score, detail, date) + " />"
+    return f"{open_tag(uri, category, score, detail, date)}>\n{neutralise(body)}\n</memory>"
 
 
 def render_blocks(blocks: list[str]) -> str:

@@ -1,6 +1,8 @@
 """The write path (docs/design.md §6): store content now, summarise/count/embed in a task, refresh the ancestors."""
 
+import datetime as dt
 import hashlib
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -209,6 +211,20 @@ def _replace_sections(
     return fresh
 
 
+_EVENT_DAY = re.compile(r"/memories/events/(\d{4})/(\d{2})/(\d{2})/")
+
+
+def event_time(uri: str) -> dt.datetime | None:
+    """The day an event memory is filed under (`memories/events/YYYY/MM/DD/…`), midnight UTC: when what it tells
+    happened, which its write time is not (a conversation imported in one go, a note written a week late). None for
+    another URI or an impossible date."""
+    day = _EVENT_DAY.search(uri)
+    try:
+        return dt.datetime(*map(int, day.groups()), tzinfo=dt.UTC) if day else None
+    except ValueError:
+        return None
+
+
 def _store_pending(
     caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now, counter, peer: str = ""
 ) -> Context:
@@ -225,6 +241,7 @@ def _store_pending(
             created_at=now,
         )
     row.content, row.content_hash, row.tags, row.peer = content, digest, tags, peer
+    row.event_time = event_time(target.uri) if kind == "file" else None
     row.content_tokens = counter.count(content)
     row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
     row.save()

@@ -35,6 +35,7 @@ def hit_body(row: dict) -> dict:
         "uri": row["uri"],
         "level": 1 if row["kind"] == "dir" else 2,
         "score": row["score"],
+        "relevance": round(row["fused"], 6),
         "abstract": row["abstract"],
         "tags": row["tags"],
     }

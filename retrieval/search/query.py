@@ -268,3 +268,17 @@ def account_size(account_id: int) -> int:
             )
             read = _account_sizes[account_id] = (now, cursor.fetchone()[0])
     return read[1]
+
+
+def same_subject_pairs(account_id: int, uris: list[str], cosine: float) -> set[frozenset[str]]:
+    """The pairs of `uris` (files of the account) whose stored vectors are at least `cosine` near: one statement,
+    the pairs computed by PostgreSQL on the rows the (account, uri) index finds."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT a."uri", b."uri" FROM "retrieval_context" a JOIN "retrieval_context" b '
+            'ON b."account_id" = a."account_id" AND b."uri" > a."uri" '
+            'WHERE a."account_id" = %s AND a."uri" = ANY(%s) AND b."uri" = ANY(%s) '
+            'AND 1 - (a."embedding" <=> b."embedding") >= %s',
+            [account_id, uris, uris, cosine],
+        )
+        return {frozenset(pair) for pair in cursor.fetchall()}

@@ -43,8 +43,17 @@ def test_context_result_shape_and_budget(corpus):
     assert result["stats"]["used_tokens"] == counter_for("o200k").count(result["rendered"]) <= 400
     assert result["stats"]["max_tokens"] == 400 and result["stats"]["token_counter"] == "tiktoken o200k_base"
     for entry in result["entries"]:
-        assert set(entry) == {"uri", "category", "score", "detail", "text"}
+        # A memory says the day it was written, unless its URI says its day (an event's); a resource says none.
+        dated = "/memories/" in entry["uri"] and "/events/" not in entry["uri"]
+        assert set(entry) == {"uri", "category", "score", "relevance", "detail", "text"} | (
+            {"date"} if dated else set()
+        )
+        if dated:
+            assert f'date="{entry["date"]}"' in result["rendered"]
         assert f'<memory uri="{entry["uri"]}"' in result["rendered"]
+    # Entries come in the order of their fused relevance; `score` keeps OpenViking's meaning and need not descend.
+    relevances = [entry["relevance"] for entry in result["entries"]]
+    assert relevances == sorted(relevances, reverse=True) and all(0 < r <= 1 for r in relevances)
     top = result["entries"][0]
     assert top["uri"].endswith("/deploy.md") and top["detail"] == "full" and top["text"].startswith("# Summary")
 
@@ -53,7 +62,10 @@ def test_every_rendered_block_is_one_flat_element_with_a_uri(corpus):
     rendered = context(corpus, query="deploy")["rendered"]
     blocks = rendered.split("\n\n<memory ")
     assert all(
-        re.match(r'^(<memory )?uri="viking://[^"]+" type="\w+" score="\d\.\d\d" detail="\w+"', b) for b in blocks
+        re.match(
+            r'^(<memory )?uri="viking://[^"]+" type="\w+" score="\d\.\d\d"( date="\d{4}-\d\d-\d\d")? detail="\w+"', b
+        )
+        for b in blocks
     )
 
 

@@ -265,11 +265,12 @@ def test_the_planners_element_costs_are_the_tokenizers(family):
     counter = counter_for(family)
     for uri in SHELL_URIS:
         for category in ("events", "preferences", "resources", "skills"):
-            shells = dict(zip(TIER_ORDER, _shell_tokens(counter, uri, category), strict=True))
-            for score in (0.0, 0.07, 0.5, 0.99, 1.0):
-                for tier in TIER_ORDER:
-                    real = counter.count(render_block(uri, category, score, tier, "") + SEPARATOR)
-                    assert 0 <= shells[tier] - real <= uri.endswith("/"), (uri, category, score, tier)
+            for date in (None, "2023-03-04", "2019-12-31", "2026-11-30"):
+                shells = dict(zip(TIER_ORDER, _shell_tokens(counter, uri, category, date is not None), strict=True))
+                for score in (0.0, 0.07, 0.5, 0.99, 1.0):
+                    for tier in TIER_ORDER:
+                        real = counter.count(render_block(uri, category, score, tier, "", date) + SEPARATOR)
+                        assert 0 <= shells[tier] - real <= uri.endswith("/"), (uri, category, date, score, tier)
 
 
 def test_stored_abstract_counts_plan_only_their_own_family():

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from profiles.models import RetrievalSettings
-from retrieval.search.fusion import Ranking, above_threshold, fuse, relevance_cut, score_of
+from retrieval.search.fusion import Ranking, above_threshold, fuse, lexical_reach, relevance_cut, score_of
 from tests.conftest import hit_uris
 
 SEARCH, RECALL, FIND = "/api/v1/search/search", "/api/v1/search/recall", "/api/v1/search/find"
@@ -26,7 +26,7 @@ def lexemes(text: str) -> list[str]:
         return cursor.fetchone()[0]
 
 
-def row(uri, distance, coverage=None, lexical_rank=None, query=0, bucket="all"):
+def row(uri, distance, coverage=None, lexical_rank=None, query=0, bucket="all", abstract=""):
     return {
         "uri": uri,
         "distance": distance,
@@ -34,6 +34,7 @@ def row(uri, distance, coverage=None, lexical_rank=None, query=0, bucket="all"):
         "lexical_rank": lexical_rank,
         "query": query,
         "bucket": bucket,
+        "abstract": abstract,
     }
 
 
@@ -63,6 +64,38 @@ def test_a_chinese_question_finds_the_chinese_memory_that_shares_its_words(api):
     api.write("viking://~/memories/entities/search.md", "搜索组负责索引和排序，每周二开会。")
     result = api.find("计费团队在哪个频道？", search_mode="lexical")
     assert hit_uris(result)[0].endswith("/billing.md")
+
+
+def test_a_cross_script_memory_is_not_pushed_out_by_same_script_word_matches(api):
+    """Issue 37, shape 2, on the real embedder: the Chinese memory that answers an English question shares no word
+    with it, while ten English memories share one each ("editor", "coding", "use"). Before coverage counted only
+    where words can be shared, its fused value was half its cosine (0.20) and the ten pushed it out of the five
+    best; ranked by its vector where lexical coverage cannot reach, it is first, as in vector mode."""
+    others = [
+        "The newsletter editor retired in May after ten years.",
+        "The coding dojo meets on Fridays at the library.",
+        "We use Terraform for the office network.",
+        "Which bakery sells rye bread on Sundays?",
+        "The video editor crashed twice while exporting the wedding film.",
+        "Coding bootcamps raised their prices again.",
+        "I use a standing desk in the afternoons.",
+        "The magazine's editor-in-chief wrote about city parks.",
+        "For the trip we use the blue suitcase.",
+        "Coding standards for the data team were published on the wiki.",
+    ]
+    api.write_all(
+        {
+            "viking://~/memories/preferences/editor.md": (
+                "用户写代码时一直用同一个编辑器：深色主题，开启自动保存，快捷键按自己的习惯改过。"
+            ),
+            **{f"viking://~/memories/entities/other-{n:02}.md": text for n, text in enumerate(others)},
+        }
+    )
+    for mode in ("vector", "hybrid"):
+        found = api.find("Which editor do I use for coding?", search_mode=mode, limit=5)
+        assert hit_uris(found)[0].endswith("/editor.md"), mode
+    relevances = [hit["relevance"] for hit in found["memories"]]
+    assert relevances == sorted(relevances, reverse=True)
 
 
 # the lexical side and the modes ------------------------------------------------------------------------------
@@ -184,6 +217,40 @@ def test_lexical_mode_orders_by_bm25_and_vector_mode_by_cosine():
 def test_grouped_fusion_keeps_a_node_per_bucket():
     rows = [row("a", 0.2, bucket="events"), row("b", 0.3, bucket="entities")]
     assert {r["bucket"] for r in fuse(rows, Ranking("vector", 0.0), grouped=True)} == {"events", "entities"}
+
+
+def test_lexical_reach_is_how_far_a_query_and_a_node_can_share_words():
+    assert lexical_reach("Which editor do I use?", "The user edits in Neovim with LazyVim.") == 1.0
+    assert lexical_reach("Which editor do I use?", "用户平时用 Neovim 写代码，配置放在 dotfiles 仓库。") < 0.3
+    assert lexical_reach("Which editor do I use?", "用户平时写代码用的编辑器是它。") == 0.0
+    assert lexical_reach("我用什么编辑器？", "The user edits in Neovim.") == 0.0
+    assert 0.3 < lexical_reach("部署 staging 用哪个 namespace？", "部署到预发环境的步骤。") < 0.7
+    assert lexical_reach("2026-03-02?", "用户的生日。") == 1.0  # no words to judge by: coverage counts as ever
+
+
+def test_a_cross_script_node_is_ranked_by_its_vector_not_pushed_down_by_same_script_word_matches():
+    """Issue 37, shape 2: an English question, the Chinese memory that answers it (cosine 0.62, no shared word)
+    and an English node sharing two words with the question (cosine 0.45, coverage 0.5). Coverage that cannot be
+    there counts as the cosine: the memory ranks first, as vector mode ranks it."""
+    rows = [
+        row("zh", 0.38, coverage=0.0, abstract="用户平时写代码用的编辑器是它，快捷键自己配过。"),
+        row("en", 0.55, coverage=0.5, lexical_rank=2.0, abstract="The editor team's quarterly offsite notes."),
+    ]
+    hybrid = fuse(rows, Ranking("hybrid", 0.5), grouped=False, texts=("Which editor do I use?",))
+    assert [r["uri"] for r in hybrid] == ["zh", "en"]
+    assert hybrid[0]["fused"] == pytest.approx(0.62) and hybrid[0]["floor_scale"] == pytest.approx(2.0)
+    assert hybrid[1]["fused"] == pytest.approx(0.5 * 0.45 + 0.5 * 0.5) and hybrid[1]["floor_scale"] == 1.0
+    # Without the query's text (a caller that passes none) coverage counts everywhere, as before.
+    assert [r["uri"] for r in fuse(rows, Ranking("hybrid", 0.5), grouped=False)] == ["en", "zh"]
+
+
+def test_the_floor_scales_with_what_chance_gives_a_row():
+    """A cross-script row's fused value is its cosine: chance meets it at the floor's cosine (floor / (1 − w)),
+    not at the floor itself."""
+    unrelated = {"fused": 0.35, "score": 0.675, "uri": "zh", "floor_scale": 2.0}
+    assert relevance_cut([unrelated], 0.2) == ([unrelated], False)
+    related = {**unrelated, "fused": 0.45}
+    assert relevance_cut([related], 0.2) == ([related], True)
 
 
 def test_below_the_relevance_floor_only_the_best_by_fusion_and_by_score_are_served():
