@@ -283,10 +283,8 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         filtered = drop_served(found.items, exclude=exclude, cooled=cooled)
     counter = counter_for(params.tokenizer)
     caps = _caps(params, settings_row, counter)
-    if found.strong is False:  # below /recall's relevance floor: a short share of abstracts and pointers
-        caps = replace(
-            caps, detail="abstract", max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE), events_budget=None
-        )
+    if found.strong is False:  # below /recall's relevance floor: the one or two candidates kept, in a short share
+        caps = replace(caps, max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE), events_budget=None)
     with timings.stage("plan"):
         kept = with_exact_costs(filtered.kept, counter, settings_row.tokenizer_family)
         plan = plan_tiers(kept, caps)

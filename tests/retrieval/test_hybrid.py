@@ -295,7 +295,8 @@ def test_below_the_relevance_floor_recall_serves_only_its_best_candidates(names)
     RetrievalSettings.objects.update_or_create(pk=1, defaults={"recall_relevance_floor": 0.99})
     stats = names.post(RECALL, query)[1]["result"]["stats"]
     assert stats["threshold"]["strong"] is False and stats["returned"] in (1, 2), stats
-    assert stats["used_tokens"] <= 1600 * 0.25 and stats["tier_counts"]["full"] == 0
+    # A short share, in which the one or two kept may still read past their abstracts (an answer in Details).
+    assert stats["used_tokens"] <= 1600 * 0.25
     RetrievalSettings.objects.update_or_create(pk=1, defaults={"recall_relevance_floor": 0.01})
     stats = names.post(RECALL, query)[1]["result"]["stats"]
     assert stats["threshold"]["strong"] is True and stats["returned"] == 4, stats
