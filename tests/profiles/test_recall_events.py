@@ -190,7 +190,9 @@ def test_roll_up_folds_old_events_into_daily_totals_and_keeps_recent_ones(seeded
     make_event(old_day, endpoint="recall", purpose="chat")
     recent = make_event(now - dt.timedelta(days=1))
 
-    assert roll_up_old_recall_events.delay().get() == 3
+    # get() without Celery's "inside a task" guard: that flag is process-wide, and eager tasks on concurrent threads
+    # (an earlier module's live server) can leave it set, since celery's denied_join_result is not thread-safe.
+    assert roll_up_old_recall_events.delay().get(disable_sync_subtasks=False) == 3
     assert list(RecallEvent.objects.values_list("id", flat=True)) == [recent.id]
     rows = {(r.endpoint, r.purpose): r for r in RecallDaily.objects.all()}
     search = rows[("search", "coding")]
