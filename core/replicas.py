@@ -11,8 +11,11 @@ The primary serves everything else: every write, a read inside a transaction, a 
 wrote, every read of a caller that wrote within OVSITE_REPLICA_STICKY_SECONDS (read-after-write, remembered in the
 shared cache, so every web node knows), and every read when no replica is usable. A replica that cannot be reached
 is skipped for OVSITE_REPLICA_DOWN_SECONDS and the request reads the primary instead; one more than
-OVSITE_REPLICA_MAX_LAG_SECONDS behind the primary is skipped until it has caught up. A search response names the
-server that answered its reads in `X-Ovsite-Served-By`: `primary` or the replica's alias.
+OVSITE_REPLICA_MAX_LAG_SECONDS behind the primary is skipped until it has caught up. A replica lost after it was
+chosen, under one of the request's reads (its server died, the connection was cut), is marked down the same way and
+the read runs on the primary, as do the request's next ones (`reads_primary_instead`, through the replicas' database
+backend, core.replica_backend). A search response names the server that answered its reads in `X-Ovsite-Served-By`:
+`primary` (also when its replica was lost under it) or the replica's alias.
 """
 
 import copy
@@ -30,11 +33,12 @@ import environ
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
 
 logger = logging.getLogger(__name__)
 
 REPLICA_PREFIX = "replica_"
+REPLICA_ENGINE = "core.replica_backend"  # Django's PostgreSQL backend, its reads falling back to the primary
 SERVED_BY_HEADER = "X-Ovsite-Served-By"
 PRIMARY = "primary"  # the header's value when the primary served the reads
 STICKY_KEY = "ovsite:replica-sticky:"
@@ -51,6 +55,9 @@ LAG_SQL = (
     "SELECT pg_is_in_recovery(), pg_wal_lsn_diff(%s::pg_lsn, pg_last_wal_replay_lsn()), "
     "extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8"
 )
+# SQLSTATEs after which a server has ended the session: connection exceptions (class 08), and its shutdown or crash
+# (57P01 admin_shutdown, also what a backend says when its postmaster died; 57P02 crash_shutdown; 57P03).
+SESSION_ENDED_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 
 
 def replica_databases(urls: str, primary: dict) -> dict[str, dict]:
@@ -68,9 +75,14 @@ def replica_databases(urls: str, primary: dict) -> dict[str, dict]:
         options.update(config.pop("OPTIONS", {}))
         databases[f"{REPLICA_PREFIX}{index}"] = {
             **config,
+            "ENGINE": REPLICA_ENGINE,
             "OPTIONS": options,
             "CONN_MAX_AGE": primary.get("CONN_MAX_AGE", 0),
             "CONN_HEALTH_CHECKS": primary.get("CONN_HEALTH_CHECKS", False),
+            # Every result read whole as its statement runs, none fetched in parts from a server-side cursor
+            # (QuerySet.iterator): a replica lost under a read fails the statement, which then runs on the primary,
+            # never after some of its rows were handed out.
+            "DISABLE_SERVER_SIDE_CURSORS": True,
             "TEST": {"MIRROR": DEFAULT_DB_ALIAS},
         }
     return databases
@@ -90,6 +102,7 @@ class ReadScope:
     written: set[str] = field(default_factory=set)  # labels of the models the request wrote
     alias: str | None = None
     replica_read: bool = False
+    lost: str | None = None  # the replica lost under one of the scope's reads, which then went to the primary
 
     @property
     def served_by(self) -> str:
@@ -143,6 +156,77 @@ def read_alias() -> str:
 def read_connection():
     """The connection for a search's raw SQL: what `django.db.connection` is for the primary."""
     return connections[read_alias()]
+
+
+def read_cursor(cursor_class=None):
+    """A cursor for a search's raw SQL on `read_connection()`: `connection.cursor()`, or with `cursor_class` (a
+    psycopg cursor class: the server-binding one, which prepares) a cursor of that class with the same checks. On a
+    replica lost while connecting here or when a statement runs, the read goes to the primary
+    (`reads_primary_instead`)."""
+    connection = read_connection()
+    if cursor_class is None:
+        return connection.cursor()
+    try:
+        return _cursor_of(connection, cursor_class)
+    except (OperationalError, InterfaceError) as error:
+        if not reads_primary_instead(connection, error):
+            raise
+    return primary_cursor(cursor_class)
+
+
+def primary_cursor(cursor_class=None):
+    """A cursor of the primary for a read its replica could not answer, of `cursor_class` as `read_cursor`'s."""
+    return _cursor_of(connections[DEFAULT_DB_ALIAS], cursor_class)
+
+
+def _cursor_of(connection, cursor_class):
+    if cursor_class is None:
+        return connection.cursor()
+    # What `connection.cursor()` does, over a cursor of this class: health check, connection, thread sharing, logging.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = cursor_class(connection.connection)
+    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
+
+
+def reads_primary_instead(connection, error: Exception) -> bool:
+    """Whether a read that failed with `error` on replica `connection` goes to the primary: yes when the replica is
+    the current scope's (chosen, or lost earlier in the scope) and is lost (`_replica_lost`). The replica is then
+    marked down, and this read and the scope's next ones go to the primary. Any other error is the request's: a
+    syntax error or a statement timeout on the replica, and every error on the primary. Not a read of a scope: the
+    probes of `_usable`, which run before a replica is chosen and mark it down themselves."""
+    scope = _scope.get()
+    if scope is None or connection.alias not in (scope.alias, scope.lost):
+        return False
+    if not _replica_lost(connection, error):
+        return False
+    if scope.lost is None:
+        scope.lost, scope.alias, scope.replica_read = connection.alias, DEFAULT_DB_ALIAS, False
+        # Its broken connection is left for Django to drop as the request ends (it checks one that saw an error).
+        # Closed here, a later use of this alias in the request would connect to the lost server again, which can
+        # take OVSITE_DB_CONNECT_TIMEOUT on a host that vanished; broken, it fails at once and reads the primary.
+        _mark_down(connection, error, close=False)
+    return True
+
+
+def _replica_lost(connection, error: Exception) -> bool:
+    """Whether `error` says the replica can no longer be read through `connection` (its server died or shut down,
+    the connection was cut, refused, timed out or never made), rather than that the statement failed: a server's
+    error on a session it keeps open (a syntax error, a cancelled statement, a recovery conflict) is the statement's.
+    The libpq messages vary with the moment the server dies (the backend's 'terminating connection due to unexpected
+    postmaster exit' on the statement, 'server closed the connection unexpectedly' on sending it or reading its
+    result, 'the connection is closed' after), so the connection's state and the SQLSTATE decide, not the text."""
+    if not isinstance(error, (OperationalError, InterfaceError)):
+        return False
+    session = connection.connection
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    if session is None or session.closed:  # never made, or ended: psycopg closes a connection whose server left
+        return True
+    if sqlstate is None:  # raised by the client library, not by the server: the connection failed
+        return isinstance(error, OperationalError)
+    return sqlstate.startswith(SESSION_ENDED_SQLSTATES)
 
 
 class ReplicaRouter:
@@ -266,21 +350,28 @@ def _usable(alias: str, primary_position: tuple[float, str] | None) -> bool:
         if due:
             read = _lag_read[alias] = (now, _replica_lag(connection, *primary_position))
     except DatabaseError as error:
-        _down_until[alias] = now + settings.OVSITE_REPLICA_DOWN_SECONDS
-        _lag_read.pop(alias, None)
-        with suppress(DatabaseError):
-            connection.close()
-        logger.warning(
-            "read replica %s is unreachable; its reads go to the primary for %s s: %s",
-            alias,
-            settings.OVSITE_REPLICA_DOWN_SECONDS,
-            error,
-        )
+        _mark_down(connection, error, close=True)
         return False
     if read[1] > settings.OVSITE_REPLICA_MAX_LAG_SECONDS:
         logger.info("read replica %s is %.1f s behind the primary; reads go to the primary", alias, read[1])
         return False
     return True
+
+
+def _mark_down(connection, error: Exception, close: bool) -> None:
+    """`connection`'s replica is skipped by this process for OVSITE_REPLICA_DOWN_SECONDS: every thread's next
+    request reads the primary (a request already reading it falls back on its own, `reads_primary_instead`)."""
+    _down_until[connection.alias] = time.monotonic() + settings.OVSITE_REPLICA_DOWN_SECONDS
+    _lag_read.pop(connection.alias, None)
+    if close:
+        with suppress(DatabaseError):
+            connection.close()
+    logger.warning(
+        "read replica %s is unreachable; its reads go to the primary for %s s: %s",
+        connection.alias,
+        settings.OVSITE_REPLICA_DOWN_SECONDS,
+        error,
+    )
 
 
 def _primary_flush_lsn() -> str:

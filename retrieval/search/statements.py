@@ -9,7 +9,7 @@ import numpy as np
 from django.conf import settings
 from django.db.backends.postgresql.base import ServerBindingCursor
 
-from core.replicas import read_connection
+from core.replicas import read_cursor
 from retrieval.models import LEXICAL_CONFIG
 from retrieval.search.query import Predicate, partition_predicate, store_stop_words, store_term_shares
 
@@ -276,9 +276,9 @@ def fetch_statement(statement: Statement, prepare: bool = False, limit: int | No
     statement is bound server-side and prepared once it repeats (see `prepared_cursor`)."""
     if not statement.nearest and not statement.lexical:
         return []
-    connection = read_connection()  # a read replica's in a search route (core/replicas.py)
     sql, params = statement_sql(statement, limit)
-    with prepared_cursor() if prepare else connection.cursor() as cursor:
+    # A read replica's in a search route, the primary's if it is lost under the read (core/replicas.py).
+    with prepared_cursor() if prepare else read_cursor() as cursor:
         cursor.execute(sql, params)
         return _rows(cursor)
 
@@ -309,14 +309,9 @@ def prepared_cursor():
     `prepare_threshold` times before on its connection (settings.DB_PREPARED_STATEMENTS; Django's own cursors bind
     client-side and never prepare). For a statement whose text repeats with new values, such as the per-bucket
     quota search, the plan is made once per connection instead of once per request. The same checks as
-    `connection.cursor()`: health, thread sharing, query logging."""
-    connection = read_connection()
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        cursor = ServerBindingCursor(connection.connection)
-    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
+    `connection.cursor()`: health, thread sharing, query logging; on a read replica, the same fall back to the
+    primary (`core.replicas.read_cursor`)."""
+    return read_cursor(ServerBindingCursor)
 
 
 def vector_text(vector) -> str:

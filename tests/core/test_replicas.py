@@ -3,8 +3,9 @@
 A throwaway embedded PostgreSQL, migrated, gets a hot standby made by `pg_basebackup -R` (core.embedded_pg.
 make_standby), and ovsite under gunicorn reads the search routes from it (DATABASE_REPLICA_URLS). A caller that has
 just written reads the primary, another caller the standby (whose own statistics count the scans), and the writer
-too once its sticky window has passed; a standby whose replay is paused falls behind and is skipped, and once it is
-killed every read goes to the primary: 200, the same results, nothing lost. A standby of the suite's shared server
+too once its sticky window has passed; a standby whose replay is paused falls behind and is skipped, and killed under
+reads it fails none of them: every read goes to the primary, 200, the same results, nothing lost (the moments it can
+die at in a request are each driven in tests/core/test_replica_fallback.py). A standby of the suite's shared server
 would copy every database on it, so both servers are the test's own, in a temporary folder. The MCP tools, on the
 ASGI app, read the standby as their REST twins do, with the same read-after-write per key across both.
 
@@ -20,7 +21,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +48,7 @@ FIND = "/api/v1/search/find"
 SEARCH = "/api/v1/search/search"
 KESTREL = "viking://resources/birds/kestrel.md"
 OSPREY = "viking://resources/birds/osprey.md"
+THREADS = 4  # gunicorn's threads, each with its own connection to the standby
 
 
 @dataclass
@@ -115,6 +119,16 @@ def find(client: httpx.Client, query: str) -> tuple[str, list[str]]:
     return response.headers["X-Ovsite-Served-By"], sorted(hit["uri"] for hit in response.json()["result"]["resources"])
 
 
+def finds_until(url: str, key: str, query: str, stop: threading.Event) -> list[tuple[str, list[str]]]:
+    """`find`s by `key`, one after another, until `stop` is set (at least one)."""
+    found = []
+    with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=60) as client:
+        found.append(find(client, query))
+        while not stop.is_set():
+            found.append(find(client, query))
+    return found
+
+
 def write(client: httpx.Client, uri: str, content: str) -> None:
     response = client.post("/api/v1/content/write", json={"uri": uri, "content": content, "wait": True}, timeout=120)
     assert response.status_code == 200, response.text
@@ -158,7 +172,7 @@ def user_keys(url: str, *users: str) -> list[str]:
 
 
 def test_search_reads_go_to_the_standby_and_fall_back_to_the_primary(servers, tmp_path):
-    web, url = start_ovsite(tmp_path, server_env(servers, STICKY_S), threads=4, ready_s=WAIT_S)
+    web, url = start_ovsite(tmp_path, server_env(servers, STICKY_S), threads=THREADS, ready_s=WAIT_S)
     try:
         alice_key, bob_key = user_keys(url, "alice", "bob")
         alice = httpx.Client(base_url=url, headers={"X-API-Key": alice_key}, timeout=60)
@@ -202,9 +216,26 @@ def test_search_reads_go_to_the_standby_and_fall_back_to_the_primary(servers, tm
             # them within seconds).
             wait_until(lambda: standby_scans(servers) > 0, WAIT_S, "the standby's scans of retrieval_context")
 
-            # The standby dies: the next reads go to the primary in the same request, and find the same.
-            os.kill(int((servers.standby / "postmaster.pid").read_text().split("\n", 1)[0]), signal.SIGKILL)
-            for _ in range(6):  # the first finds its kept connection dead and marks the standby down
+            # The standby dies under reads, the server's threads each reading it on a connection of its own: a read
+            # it fails, whatever the moment its backend notices its postmaster's death (before, during or after the
+            # request's statements), runs on the primary in the same request; no request fails, all find the same.
+            stop = threading.Event()
+            with ThreadPoolExecutor(THREADS) as pool:
+                try:
+                    streams = [
+                        pool.submit(finds_until, url, bob_key, "birds of prey hunting", stop) for _ in range(THREADS)
+                    ]
+                    time.sleep(0.5)
+                    os.kill(int((servers.standby / "postmaster.pid").read_text().split("\n", 1)[0]), signal.SIGKILL)
+                    wait_until(lambda: not embedded_pg.is_running(servers.standby), WAIT_S, "the standby's death")
+                    time.sleep(0.5)
+                finally:
+                    stop.set()
+                found = [answer for stream in streams for answer in stream.result()]
+            assert {served_by for served_by, _ in found} <= {"replica_0", "primary"}
+            assert all(uris == [KESTREL, OSPREY] for _, uris in found), found
+            # Dead (marked down by the first read that met it so): every read goes to the primary.
+            for _ in range(6):
                 assert find(bob, "birds of prey hunting") == ("primary", [KESTREL, OSPREY])
             context = bob.post(SEARCH, json={"query": "hovering kestrel", "mode": "context"})
             assert context.status_code == 200, context.text
