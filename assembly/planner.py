@@ -198,12 +198,16 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             budget.spend(candidate, cost - current.cost)
             chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
 
+    def total_room(candidate: Candidate) -> int:
+        """The most body this candidate could have at `full` in what the whole budget has left, its entry given back."""
+        return caps.max_tokens - budget.used + chosen[candidate.uri].cost - cost_of(candidate, "full", 0)
+
     def full_room(candidate: Candidate) -> int:
-        """The most body this candidate could have at `full` in what is left, its current entry given back."""
-        current = chosen[candidate.uri]
-        room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
+        """total_room, bounded for an event by what the events share has left."""
+        room = total_room(candidate)
         if candidate.category == "events" and events_budget is not None:
-            room = min(room, events_budget - budget.events_used + current.cost - cost_of(candidate, "full", 0))
+            freed = chosen[candidate.uri].cost - cost_of(candidate, "full", 0)
+            room = min(room, events_budget - budget.events_used + freed)
         return room
 
     auto = [c for c in candidates if c.uri in chosen and chosen[c.uri].tier == "abstract" and _pinned(c, caps) is None]
@@ -216,7 +220,6 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         its Summary): the head that fits the share, the room for it taken from the lowest-ranked entries below the
         best hits (given back as abstracts or pointers where the head leaves room). Breadth alone served a
         first-ranked incident at its abstract while far-down hits filled the block (issue 37)."""
-        current = chosen[candidate.uri]
         wanted = min(candidate.content_tokens, caps.per_entry_cap, share - cost_of(candidate, "full", 0))
         enough = _body_tokens(candidate, "abstract", family) + MIN_HEAD_TOKENS
         if wanted < enough:
@@ -225,8 +228,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         evicted: list[PlannedEntry] = []
         while tail and full_room(candidate) < wanted:
             victim = tail.pop()
-            total_room = caps.max_tokens - budget.used + current.cost - cost_of(candidate, "full", 0)
-            if total_room >= wanted and victim.category != "events":
+            if total_room(candidate) >= wanted and victim.category != "events":
                 continue  # only the events share binds this event's head: only an event frees room in it
             evicted.append(chosen.pop(victim.uri))
             budget.spend(victim, -evicted[-1].cost)
@@ -237,7 +239,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
                 chosen[planned.candidate.uri] = planned
             return
         upgrade(candidate, "full", body)
-        for planned in sorted(evicted, key=lambda e: candidates.index(e.candidate)):
+        for planned in reversed(evicted):  # evicted from the bottom: given back best first
             if not take(planned.candidate, *first_tier(planned.candidate)) and not take(planned.candidate, "uri", 0):
                 dropped.append(planned.candidate)
 

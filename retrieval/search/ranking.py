@@ -1,6 +1,7 @@
 """The two searches every surface is made of, each one statement: score order across domains (/find, list mode,
 context without a purpose) and per bucket (purposes and quotas)."""
 
+import itertools
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -157,14 +158,26 @@ def newer_first(rows: list[dict], account_id: int) -> list[dict]:
     """`rows` (best first) with each memory among the first NEWER_FIRST_DEPTH moved up to just before the
     best-ranked older memory of its subject at most NEWER_FIRST_REACH ranks above it: where a fact changed, the
     newer statement comes first and the older follows. Of one subject: vectors at least SAME_SUBJECT_COSINE near
-    and fused values within NEWER_FIRST_GAP. A memory's time is its event day, else when it was last written."""
+    and fused values within NEWER_FIRST_GAP. A memory's time is its event day, else when it was last written. The
+    vectors are compared (one statement) only for memories that have such a partner by time and fused value."""
     head = rows[:NEWER_FIRST_DEPTH]
-    memories = [row["uri"] for row in head if row["context_type"] == "memory" and row["kind"] == "file"]
-    if len(memories) < 2:
+    memories = [row for row in head if row["context_type"] == "memory" and row["kind"] == "file"]
+    paired = {
+        row["uri"]
+        for a, b in itertools.combinations(memories, 2)
+        if _when(a) != _when(b) and abs(a["fused"] - b["fused"]) <= NEWER_FIRST_GAP
+        for row in (a, b)
+    }
+    if not paired:
         return rows
-    pairs = same_subject_pairs(account_id, memories, SAME_SUBJECT_COSINE)
-    if not pairs:
-        return rows
+    return (
+        newer_first_order(head, same_subject_pairs(account_id, sorted(paired), SAME_SUBJECT_COSINE))
+        + rows[NEWER_FIRST_DEPTH:]
+    )
+
+
+def newer_first_order(head: list[dict], pairs: set[frozenset[str]]) -> list[dict]:
+    """`newer_first`'s moves, given the pairs of URIs of one subject. Pure."""
     order = list(head)
     for row in head:
         place = order.index(row)
@@ -177,4 +190,4 @@ def newer_first(rows: list[dict], account_id: int) -> list[dict]:
         ]
         if older:
             order.insert(older[0], order.pop(place))
-    return order + rows[NEWER_FIRST_DEPTH:]
+    return order

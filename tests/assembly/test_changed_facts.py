@@ -1,7 +1,10 @@
 """Facts that change (issue 37, docs/retrieval.md "Facts that change"): where two memories tell one thing of one
 subject, the newer comes first in a block, and the block says each memory's day."""
 
+import datetime as dt
+
 from retrieval.models import Context
+from retrieval.search.ranking import newer_first_order
 
 SEARCH = "/api/v1/search/search"
 QUESTION = "Which editor do I use for coding?"
@@ -30,15 +33,22 @@ def test_the_newer_statement_of_a_changed_fact_comes_first_in_the_block(api):
     assert "date=" not in result["rendered"] and "2026/06/02" in result["rendered"]
 
 
-def test_an_unrelated_older_memory_keeps_its_place(api):
-    api.write_all(
-        {
-            "viking://~/memories/events/2026/01/10/editor.md": "I use VS Code as my editor for all my coding.",
-            "viking://~/memories/events/2026/06/02/lunch.md": "Lunch with Dana at the ramen place.",
-        }
-    )
-    result = entries(api, max_tokens=400, score_threshold=0)
-    assert result["entries"][0]["uri"].endswith("/editor.md")
+def memory_row(uri, fused, day):
+    return {"uri": uri, "fused": fused, "event_time": dt.datetime(2026, 1, day, tzinfo=dt.UTC), "updated_at": None}
+
+
+def test_only_a_same_subject_pair_close_in_relevance_and_rank_is_reordered():
+    """newer_first's rule on hand-built rows: each condition, taken away, leaves the order as it was."""
+    old, other, new = memory_row("old", 0.80, 1), memory_row("other", 0.79, 5), memory_row("new", 0.77, 9)
+    same = {frozenset(("old", "new"))}
+    assert [r["uri"] for r in newer_first_order([old, other, new], same)] == ["new", "old", "other"]
+    assert newer_first_order([old, other, new], set()) == [old, other, new]  # not one subject
+    far = memory_row("new", 0.70, 9)  # answers clearly less well
+    assert newer_first_order([old, other, far], same) == [old, other, far]
+    older = memory_row("new", 0.77, 1)  # not newer (same day)
+    assert newer_first_order([old, other, older], same) == [old, other, older]
+    between = [memory_row(f"x{n}", 0.79, 5) for n in range(3)]  # more than 3 ranks apart
+    assert newer_first_order([old, *between, new], same) == [old, *between, new]
 
 
 def test_a_memory_without_a_day_in_its_uri_is_dated_by_its_last_write(api):
