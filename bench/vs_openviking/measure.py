@@ -157,11 +157,16 @@ PROFILE_BUCKETS = (
     ("Django ORM", "django/db/"),
     ("Django request/response", "django/"),
     ("gunicorn / HTTP", "gunicorn/"),
+    ("uvicorn / asyncio / HTTP", "uvicorn/"),
+    ("uvicorn / asyncio / HTTP", "a2wsgi/"),
+    ("uvicorn / asyncio / HTTP", "asyncio/"),
+    ("uvicorn / asyncio / HTTP", "h11/"),
+    ("uvicorn / asyncio / HTTP", "httptools/"),
 )
 
 
 def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen:
-    """py-spy sampling `pid` and its children (gunicorn's workers) for `seconds`, collapsed stacks into `out`;
+    """py-spy sampling `pid` and its children (the server's workers) for `seconds`, collapsed stacks into `out`;
     non-idle samples only. Runs while the caller loads the server."""
     spy = Path(sys.executable).with_name("py-spy")
     return subprocess.Popen(
@@ -211,6 +216,8 @@ def profile_summary(collapsed: Path, top: int = 8) -> dict:
         stack, _, count = line.rpartition(" ")
         n = int(count)
         leaf = stack.rsplit(";", 1)[-1]
+        if leaf.startswith("process "):  # py-spy's root frame alone (its command line): no Python frame sampled
+            leaf = "native code, no Python frame"
         if leaf.startswith(WAITING):
             continue
         total += n

@@ -52,14 +52,15 @@ def test_help_texts_speak_in_the_operators_terms():
 
 
 def test_the_relevance_floor_help_says_what_docs_retrieval_says():
-    """Below the floor /recall serves up to two candidates (the most relevant and the best-scoring), at abstract,
-    within a quarter of the budget: the help and docs/retrieval.md say the same."""
+    """Below the floor /recall serves up to two candidates (the most relevant and the best-scoring) within a
+    quarter of the budget, not pinned at abstract: the help and docs/retrieval.md say the same."""
     help_text = str(RetrievalSettings._meta.get_field("recall_relevance_floor").help_text)
     section = RETRIEVAL_DOC.read_text().split("### /recall's relevance floor", 1)[1].split("\n#", 1)[0]
     doc = " ".join(section.split())  # as it reads, whatever the line breaks
-    assert "the best candidate by fused value and the best by score" in doc and "at abstract" in doc
-    assert "quarter of `max_tokens`" in doc
-    assert "up to two candidates" in help_text and "at abstract" in help_text and "quarter of max_tokens" in help_text
+    assert "the best candidate by fused value and the best by score" in doc
+    assert "quarter of `max_tokens`" in doc and "a head past the abstract where it fits" in doc
+    assert "up to two candidates" in help_text and "quarter of max_tokens" in help_text
+    assert "at abstract" not in help_text
     assert "only that best candidate is served" not in help_text
 
 
