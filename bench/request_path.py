@@ -99,13 +99,12 @@ def _call(app, method: str, path: str, body: dict | None = None, headers: dict |
 
 def _find_statements(queries: list[str]) -> tuple[str, int, list]:
     """(the search mode, the depth, /find's search statement for each query)."""
-    from django.conf import settings
 
     from core.auth import _caller_for_names
     from profiles.selectors import current_settings
     from retrieval.embedders import embed_query
     from retrieval.search.query import FindQuery, account_size, scope_predicate
-    from retrieval.search.ranking import HYBRID_DEPTH, ranking_for
+    from retrieval.search.ranking import HYBRID_DEPTH, ranking_for, score_order_ef_search
     from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement
 
     caller = _caller_for_names("default", harness.USER, "admin")
@@ -124,7 +123,7 @@ def _find_statements(queries: list[str]) -> tuple[str, int, list]:
                 [(EVERYTHING, depth)] if ranking.nearest else [],
                 [(EVERYTHING, depth)] if ranking.lexical else [],
                 account_size(caller.account_id) if ranking.lexical else 0,
-                ef_search=settings.HNSW_WIDE_EF_SEARCH,
+                ef_search=score_order_ef_search(ranking.mode),
             )
             for query in queries
         ],

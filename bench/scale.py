@@ -55,6 +55,7 @@ POOL = 2048  # base vectors one block of derived vectors picks its partners from
 TIE_BAND = 0.01  # cosine distance; as bench/hnsw_sweep.py's tolerant recall
 ENV_SETTINGS = (
     "OVSITE_HNSW_WIDE_EF_SEARCH",
+    "OVSITE_HNSW_HYBRID_EF_SEARCH",
     "OVSITE_HNSW_EF_SEARCH",
     "OVSITE_HNSW_MAX_SCAN_TUPLES",
     "OVSITE_PARTITIONED_SEARCH_FROM",

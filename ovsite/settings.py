@@ -105,8 +105,17 @@ HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
 # top 10 in 2.8 ms of SQL, the partitions' scans at 200 took 7.4; at 100k the whole graph found 0.92 at 400 and the
 # partitions 0.97 at 40, at 1M 0.74 against 0.95 at 100 (bench/RESULTS.md, scale, find_latency).
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
+# The same searches in hybrid mode, the default: the lexical side brings back what a narrower walk misses, so the
+# walk need not be as wide. On LoCoMo (5,900 turns, the quality gate) 100 answers exactly as 200 and 60 lost 5.5
+# points of /find@10 evidence recall; at 10k nodes the search at 100 takes 0.82x its time at 200 (bench/RESULTS.md,
+# search_depth and its note).
+HNSW_HYBRID_EF_SEARCH = env.int("OVSITE_HNSW_HYBRID_EF_SEARCH", default=100)
 PARTITIONED_SEARCH_FROM = env.int("OVSITE_PARTITIONED_SEARCH_FROM", default=50000)
-for _name, _value in (("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH), ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH)):
+for _name, _value in (
+    ("OVSITE_HNSW_EF_SEARCH", HNSW_EF_SEARCH),
+    ("OVSITE_HNSW_WIDE_EF_SEARCH", HNSW_WIDE_EF_SEARCH),
+    ("OVSITE_HNSW_HYBRID_EF_SEARCH", HNSW_HYBRID_EF_SEARCH),
+):
     if not 1 <= _value <= 1000:  # pgvector's range: outside it every search would fail, so refuse to start
         raise ImproperlyConfigured(f"{_name} must be between 1 and 1000 (pgvector's hnsw.ef_search), not {_value}")
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)

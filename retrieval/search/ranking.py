@@ -55,6 +55,12 @@ def prepared(scope: Predicate) -> bool:
 HYBRID_DEPTH = 30
 
 
+def score_order_ef_search(mode: str) -> int:
+    """How wide a search in score order walks its graphs: a hybrid search's lexical side brings back what a
+    narrower walk misses (ovsite/settings.py, HNSW_HYBRID_EF_SEARCH)."""
+    return settings.HNSW_HYBRID_EF_SEARCH if mode == "hybrid" else settings.HNSW_WIDE_EF_SEARCH
+
+
 def score_order(
     *,
     caller: Caller,
@@ -79,7 +85,7 @@ def score_order(
         nearest,
         lexical,
         account_size(caller.account_id) if lexical else 0,
-        ef_search=settings.HNSW_WIDE_EF_SEARCH,
+        ef_search=score_order_ef_search(ranking.mode),
     )
     # One query: its nearest `depth` of all partitions are the answer, so only they come back.
     rows = fetch_statement(statement, prepare=prepared(scope), limit=depth if len(queries) == 1 else None)

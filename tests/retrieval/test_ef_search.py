@@ -1,5 +1,6 @@
 """Searches in score order (/find, list mode, context without quotas) walk the HNSW graphs at their own
-`hnsw.ef_search` (OVSITE_HNSW_WIDE_EF_SEARCH), the per-bucket scans of a purpose at OVSITE_HNSW_EF_SEARCH: each
+`hnsw.ef_search` (OVSITE_HNSW_HYBRID_EF_SEARCH in hybrid mode, OVSITE_HNSW_WIDE_EF_SEARCH in vector mode), the
+per-bucket scans of a purpose at OVSITE_HNSW_EF_SEARCH: each
 search statement sets it for itself (retrieval.search.statements.shared_vector), in the search's one round trip,
 and the connection keeps its own."""
 
@@ -53,11 +54,14 @@ def memory(api):
         ("/api/v1/search/search", {"query": "billing deploy", "mode": "context"}),
     ],
 )
-def test_searches_in_score_order_set_the_wide_ef_search_in_their_one_statement(api, memory, settings, path, body):
-    settings.HNSW_WIDE_EF_SEARCH = 321
+@pytest.mark.parametrize("search_mode, ef_search", [("hybrid", 123), ("vector", 321)])
+def test_searches_in_score_order_set_their_mode_ef_search_in_their_one_statement(
+    api, memory, settings, path, body, search_mode, ef_search
+):
+    settings.HNSW_HYBRID_EF_SEARCH, settings.HNSW_WIDE_EF_SEARCH = 123, 321
     # No SET before and after: the search statement itself, one round trip, which can be prepared.
-    [statement] = _statements(api, path, body)
-    assert _set_in_statement(321) in statement and not statement.lstrip().upper().startswith("SET")
+    [statement] = _statements(api, path, {**body, "search_mode": search_mode})
+    assert _set_in_statement(ef_search) in statement and not statement.lstrip().upper().startswith("SET")
 
 
 def test_bucket_searches_walk_at_the_connection_setting(api, memory, settings):
@@ -104,7 +108,12 @@ def test_the_search_finds_the_memory(api, memory):
 
 @pytest.mark.parametrize(
     "name, value",
-    [("OVSITE_HNSW_WIDE_EF_SEARCH", "1200"), ("OVSITE_HNSW_EF_SEARCH", "0"), ("OVSITE_HNSW_EF_SEARCH", "1001")],
+    [
+        ("OVSITE_HNSW_WIDE_EF_SEARCH", "1200"),
+        ("OVSITE_HNSW_HYBRID_EF_SEARCH", "0"),
+        ("OVSITE_HNSW_EF_SEARCH", "0"),
+        ("OVSITE_HNSW_EF_SEARCH", "1001"),
+    ],
 )
 def test_an_ef_search_pgvector_refuses_stops_the_start_not_every_search(name, value):
     """pgvector takes hnsw.ef_search in 1..1000: outside it every search would answer 500."""

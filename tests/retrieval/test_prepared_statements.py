@@ -61,7 +61,7 @@ def _generic_plan(statement: str) -> str:
 )
 def test_a_repeated_search_is_prepared_once_and_runs_its_generic_plan(api, settings, path, body, partitions):
     # A search with an ef_search of its own sets it in its statement, which binds client-side.
-    settings.HNSW_WIDE_EF_SEARCH = settings.HNSW_EF_SEARCH
+    settings.HNSW_WIDE_EF_SEARCH = settings.HNSW_HYBRID_EF_SEARCH = settings.HNSW_EF_SEARCH
     settings.PARTITIONED_SEARCH_FROM = 0  # searches in score order walk the partitions, as in a large store
     for uri, text in MEMORIES.items():
         api.write(uri, text)
