@@ -226,9 +226,21 @@ def event_time(uri: str) -> dt.datetime | None:
 
 
 def _store_pending(
-    caller: Caller, row, target, kind: str, content: str, digest: str, tags: list[str], now, counter, peer: str = ""
+    caller: Caller,
+    row,
+    target,
+    kind: str,
+    content: str,
+    digest: str,
+    tags: list[str],
+    now,
+    counter,
+    peer: str = "",
+    *,
+    inserts: list[Context] | None = None,
 ) -> Context:
-    """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing."""
+    """The node at `target` (new when `row` is None) with its new text, saved `pending` for processing; a new node
+    goes to `inserts` instead, when given, for its caller to insert with the others in one statement."""
     if row is None:
         row = Context(
             account_id=caller.account_id,
@@ -244,7 +256,10 @@ def _store_pending(
     row.event_time = event_time(target.uri) if kind == "file" else None
     row.content_tokens = counter.count(content)
     row.updated_at, row.state, row.error, row.attempts = now, "pending", "", 0
-    row.save()
+    if inserts is not None and row._state.adding:
+        inserts.append(row)
+    else:
+        row.save()
     return row
 
 
@@ -346,6 +361,7 @@ def _write_locked(
     targets = set(uris)
     changed: list[str] = []
     processing: list[str] = []
+    inserts: list[Context] = []
     with transaction.atomic():
         # Taken before anything is read: every read below sees the last committed writer's rows.
         _lock_uris(caller, written=targets, below=ancestors)
@@ -387,8 +403,9 @@ def _write_locked(
                 Context.objects.filter(account_id=caller.account_id, parent_uri=row.uri).delete()
                 row.delete()
                 row = None
-            _store_pending(caller, row, target, "file", content, digest, tags, now, counter, peer)
+            _store_pending(caller, row, target, "file", content, digest, tags, now, counter, peer, inserts=inserts)
             processing.append(target.uri)
+        Context.objects.bulk_create(inserts)
         task = _new_task(caller, kind, processing, touching=uris)
         _schedule(task)
     return {"task_id": str(task.id), "uris": uris, "changed": changed}

@@ -176,8 +176,8 @@ class Api:
         return body["result"]
 
     def write_all(self, files: dict[str, str]):
-        """Writes a fixture's corpus in one batch (one task, one embedder call, each ancestor refreshed once): the
-        same nodes as a write per file, in a third of the time."""
+        """Writes a fixture's corpus in one batch (one task, its texts embedded in chunks, each ancestor refreshed
+        once): the same nodes as a write per file, in a third of the time."""
         status, body = self.post(
             "/api/v1/content/batch-write",
             {"operations": [{"uri": uri, "content": content} for uri, content in files.items()]},
