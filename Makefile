@@ -8,7 +8,7 @@ PORT ?= 8000
 WEB_CONCURRENCY ?= 2
 
 .PHONY: run serve test test-fast lint install browser test-services pg-start pg-stop migrate bench bench-tokens \
-	bench-vs-openviking bench-scale bench-quality clean
+	bench-vs-openviking bench-scale bench-scale-hosted bench-quality clean
 
 # Four layers in one venv, each installed when its list changes and never again: the server's (requirements.txt:
 # `make run`, `make serve`), the tests' on top of it (`make test`), the benchmarks' on top of those (`make bench*`),
@@ -117,6 +117,10 @@ bench-vs-openviking: $(BENCH_STAMP) migrate
 
 bench-scale: $(BENCH_STAMP) migrate
 	$(PY) -m bench.scale $(BENCH_ARGS)
+
+# bench.scale's million shared by 1,000 accounts of Zipf sizes, /find per size class (bench/scale_hosted.py).
+bench-scale-hosted: $(BENCH_STAMP) migrate
+	$(PY) -m bench.scale_hosted $(BENCH_ARGS)
 
 # The quality gate (bench/gate.py): every retrieval-quality suite beside bench/results/quality_gate.json, each on its
 # own database and server; fails on a drop of more than 1 point. BENCH_ARGS=--update makes this run the baseline.

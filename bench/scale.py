@@ -26,7 +26,8 @@
    (`OVSITE_HNSW_WIDE_EF_SEARCH`; what-if runs on the same data).
 5. With `--halfvec`, builds a halfvec twin of each walked HNSW index and compares /find's vector-mode statement
    both ways in process (`halfvec_whatif`), then drops the twins.
-Rewrites its section of bench/RESULTS.md (one section per size).
+Rewrites its section of bench/RESULTS.md (one section per size). The same nodes shared by many accounts, the
+hosted shape, are bench/scale_hosted.py's (`python -m bench.scale_hosted`), which reads this script's cache.
 """
 
 import datetime as dt

@@ -18,6 +18,7 @@ from core.auth import Caller
 from core.errors import InvalidArgument
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.selectors import visible_nodes
+from retrieval.tenant_graphs import account_of, present_graphs
 from retrieval.uris import MEMORY_CATEGORIES, parse_uri
 
 CONTEXT_TYPES = ("memory", "resource", "skill")
@@ -202,12 +203,42 @@ def peer_predicate(peers: tuple[str, ...]) -> Predicate:
 
 
 def score_order_scans(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
-    """What a search in score order walks: the search partitions it can reach, or () for the whole-table graph.
+    """What a search in score order walks: the search partitions it can reach, or () for one scan of the scope.
     Below OVSITE_PARTITIONED_SEARCH_FROM nodes one graph finds the exact top k in one scan; in a large store it
-    misses most of it, and one graph per partition is what finds it (README, "HNSW: recall against speed")."""
-    if _store_size() < settings.PARTITIONED_SEARCH_FROM:
+    misses most of it, and one graph per partition is what finds it (README, "HNSW: recall against speed"). The
+    size that decides is the table's, or a tenant's with graphs of its own (retrieval.tenant_graphs), which are
+    what it walks; a tenant searched exactly needs one scan (`exact_search`)."""
+    account = caller.account_id
+    if exact_search(account):
+        return ()
+    size = account_size(account) if account in tenant_graph_accounts() else _store_size()
+    if size < settings.PARTITIONED_SEARCH_FROM:
         return ()
     return search_partitions(caller, spec)
+
+
+def exact_search(account_id: int) -> bool:
+    """Whether the account's vector searches are exact scans (every row of its scope, through its B-tree, sorted by
+    distance) instead of HNSW walks: a tenant, holding less than half the table, of fewer than
+    OVSITE_TENANT_GRAPHS_FROM nodes. The graphs it shares with larger accounts would be walked for a small share
+    of their nodes (k / share visits, cut at `hnsw.max_scan_tuples`: short answers, missed neighbours), while
+    sorting its own few thousand rows costs a few milliseconds and finds the exact top k. A store of one account
+    keeps its graphs at every size."""
+    size = account_size(account_id)
+    return size < settings.TENANT_GRAPHS_FROM and 2 * size < _store_size()
+
+
+_tenant_graphs_read: list = [float("-inf"), frozenset()]  # (when, accounts): read again after a minute
+
+
+def tenant_graph_accounts() -> frozenset[int]:
+    """The accounts with HNSW graphs of their own (retrieval.tenant_graphs), by the indexes' names: read at most
+    once a minute per process."""
+    now = time.monotonic()
+    if now - _tenant_graphs_read[0] > 60:
+        with connection.cursor() as cursor:
+            _tenant_graphs_read[:] = [now, frozenset(account_of(name) for name in present_graphs(cursor))]
+    return _tenant_graphs_read[1]
 
 
 _store_size_read = [0.0, 0]  # (when, rows): read again after a minute

@@ -9,7 +9,14 @@ from django.conf import settings
 from core.auth import Caller
 from profiles.selectors import current_settings
 from retrieval.search.fusion import Ranking, above_threshold, fuse, relevance_cut
-from retrieval.search.query import FindQuery, Predicate, account_size, same_subject_pairs, score_order_scans
+from retrieval.search.query import (
+    FindQuery,
+    Predicate,
+    account_size,
+    exact_search,
+    same_subject_pairs,
+    score_order_scans,
+)
 from retrieval.search.statements import EVERYTHING, SearchQuery, fetch_statement, search_statement
 
 
@@ -72,8 +79,8 @@ def score_order(
     ranking: Ranking,
 ) -> Found:
     """The `limit` best of `scope` for any of `queries`, fused, above `spec.score_threshold`. The k-nearest
-    side walks the whole table's graph or the search partitions (`score_order_scans`); the full-text side reads
-    the one GIN index, BM25 over the matches."""
+    side walks the whole table's graph or the search partitions (`score_order_scans`), or a small tenant's rows
+    exactly (`exact_search`); the full-text side reads the one GIN index, BM25 over the matches."""
     depth = max(limit, HYBRID_DEPTH) if ranking.mode == "hybrid" else limit
     partitions = score_order_scans(caller, spec)
     nearest = [(label, depth) for label in partitions or (EVERYTHING,)] if ranking.nearest else []
@@ -86,6 +93,7 @@ def score_order(
         lexical,
         account_size(caller.account_id) if lexical else 0,
         ef_search=score_order_ef_search(ranking.mode),
+        exact=exact_search(caller.account_id),
     )
     # One query: its nearest `depth` of all partitions are the answer, so only they come back.
     rows = fetch_statement(statement, prepare=prepared(scope), limit=depth if len(queries) == 1 else None)
@@ -118,6 +126,7 @@ def by_bucket(
         fetch if ranking.nearest else [],
         fetch if ranking.lexical else [],
         account_size(caller.account_id) if ranking.lexical else 0,
+        exact=exact_search(caller.account_id),
     )
     kept, below = above_threshold(
         fuse(

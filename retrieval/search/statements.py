@@ -170,6 +170,7 @@ def nearest_select(
     query: int = 0,
     gate: bool = False,
     lexical: bool = False,
+    exact: bool = False,
 ) -> Predicate:
     """One k-nearest select under `where`, ordered by cosine distance (the HNSW index order), with each row's
     coverage of the query's terms when the search has a `lexical` side.
@@ -179,7 +180,11 @@ def nearest_select(
 
     The limit is written in, not a parameter: for `LIMIT $n` a generic plan assumes a tenth of the table will be
     read, costs itself above the custom plans, and PostgreSQL then plans every execution of the prepared statement
-    anew (0.55–1.2 ms a hybrid search at 10k nodes; bench/RESULTS.md, request_path). A few limits, a few texts."""
+    anew (0.55–1.2 ms a hybrid search at 10k nodes; bench/RESULTS.md, request_path). A few limits, a few texts.
+
+    With `exact`, every row under `where` is sorted by distance (`exact_nearest`): no graph is walked."""
+    if exact:
+        return exact_nearest(where, vector, columns, limit, label, query, lexical)
     gate_sql = f' AND EXISTS (SELECT 1 FROM "retrieval_context" WHERE {where.sql})' if gate else ""
     sql = (
         f"(SELECT {_columns(columns, TABLE)}, "
@@ -189,6 +194,23 @@ def nearest_select(
         f'AS coverage FROM "retrieval_context" WHERE ({where.sql}){gate_sql} ORDER BY distance LIMIT {int(limit)})'
     )
     return Predicate(sql, vector.params + where.params + (where.params if gate else ()))
+
+
+def exact_nearest(
+    where: Predicate, vector: Predicate, columns: tuple[str, ...], limit: int, label: str, query: int, lexical: bool
+) -> Predicate:
+    """`nearest_select`'s rows found exactly: each row under `where` (a small tenant's, which its account's B-tree
+    finds) with its distance, in a subquery the planner cannot flatten (OFFSET 0), so its ORDER BY cannot be served
+    by an HNSW index; the `limit` nearest ids are sorted out of them, then their columns read. The distance is
+    computed once a row and the columns and coverage only for the rows kept."""
+    sql = (
+        f"(SELECT {_columns(columns, TABLE)}, nearest.distance, {_label(label)} AS bucket, {int(query)} AS query, "
+        f"NULL::real AS lexical_rank, {_coverage(LEXEMES, query if lexical else None)} AS coverage "
+        f'FROM (SELECT "id", distance FROM (SELECT {TABLE}."id", ({TABLE}."embedding" <=> {vector.sql}) AS distance '
+        f"FROM {TABLE} WHERE ({where.sql}) OFFSET 0) AS scored ORDER BY distance, id LIMIT {int(limit)}) AS nearest "
+        f'JOIN {TABLE} ON {TABLE}."id" = nearest."id" ORDER BY nearest.distance, {TABLE}."id")'
+    )
+    return Predicate(sql, vector.params + where.params)
 
 
 # BM25's constants (Robertson and Zaragoza): term frequency saturates at k1, b scales by length. Each term counts
@@ -238,12 +260,14 @@ def search_statement(
     lexical: list[tuple[str, int]],
     scope_size: int = 0,
     ef_search: int | None = None,
+    exact: bool = False,
 ) -> Statement:
     """One statement for every (scan, query): a k-nearest select per `nearest` (label, count) and one full-text
     select per query taking each `lexical` (label, count), label a search partition or EVERYTHING. Each query's
     vector and terms are carried once. The buckets' k-nearest scans are gated; "other"'s is not: its index holds
     only the few nodes outside every bucket, and no B-tree answers its condition at once. The HNSW scans walk at
-    `ef_search` (default: OVSITE_HNSW_EF_SEARCH), set by the statement itself (`shared_vector`)."""
+    `ef_search` (default: OVSITE_HNSW_EF_SEARCH), set by the statement itself (`shared_vector`); with `exact`, the
+    k-nearest selects sort every row of their scope instead (`exact_nearest`: a small tenant's)."""
     stop_words = bool(lexical) and scope_size >= STOP_WORDS_FROM
     ef_search = settings.HNSW_EF_SEARCH if ef_search is None else ef_search
     common, nearest_selects, lexical_selects = [], [], []
@@ -264,6 +288,7 @@ def search_statement(
                 index,
                 gate=label not in (EVERYTHING, "other"),
                 lexical=bool(lexical),
+                exact=exact,
             )
             for label, count in nearest
         ]
