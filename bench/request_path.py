@@ -1,5 +1,5 @@
-"""Where one /find and one /search context spend their time, in process and over HTTP, and this checkout against a
-baseline checkout on the same data, request by request.
+"""Where one /find, one /search (list and context) and one /recall spend their time, in process and over HTTP, and
+this checkout against a baseline checkout on the same data, request by request.
 
     .venv/bin/python -m bench.request_path [--size 10000] [--rounds 200] [--reuse] [--baseline DIR --baseline-label L]
 
@@ -37,7 +37,9 @@ DATABASE = "ovsite_bench_request_path"
 SECTION_BEGIN, SECTION_END = "<!-- request_path:begin -->", "<!-- request_path:end -->"
 REQUESTS = {
     "find": ("/api/v1/search/find", {"limit": 10}),
+    "list": ("/api/v1/search/search", {"mode": "list"}),
     "context": ("/api/v1/search/search", {"mode": "context", "max_tokens": 1600}),
+    "recall": ("/api/v1/search/recall", {"max_tokens": 1600}),
 }
 HEALTH = "GET /health"
 RATE_ROOT_KEY = "bench-request-path-root"
@@ -286,7 +288,10 @@ class BaselineGunicorn(harness.Gunicorn):
     def __init__(self, tree: Path, **kwargs):
         super().__init__(1, **kwargs)
         self.tree = tree
-        self.env = {**self.env, "OVSITE_PG_DATA": str(harness.ROOT / "var" / "pg")}
+        from django.conf import settings
+
+        # This checkout's embedded PostgreSQL, wherever OVSITE_PG_DATA put it (the baseline's own default is its tree).
+        self.env = {**self.env, "OVSITE_PG_DATA": str(settings.EMBEDDED_PG_DATA)}
 
     def start(self, timeout_s: float = 60.0) -> None:
         cmd = [
@@ -399,7 +404,7 @@ def render(run: dict, command: str, label: str) -> str:
     st = p["statement"]
     lines = [
         SECTION_BEGIN,
-        "## request_path — where one /find and one /search context spend their time",
+        "## request_path — where one /find, /search list and context, and /recall spend their time",
         "",
         *harness.heading(command, f"; load average {harness.load_average(run['load_before'])} at the start"),
         f"Database `{harness.database()}`: the corpus of bench/find_latency.py, {run['size']:,} nodes; dev mode, "
@@ -427,8 +432,10 @@ def render(run: dict, command: str, label: str) -> str:
         f"statement runs a custom plan, and executes it in {st['execution_ms']:.2f} ms. The prepared search "
         f"statements of the run's connection ran {st['plans'][0]} generic and {st['plans'][1]} custom plans. "
         "Outside them = the whole request less its Server-Timing stages (the median of the differences): routing, "
-        "middleware, authentication, DRF, rendering; in /search context also the body's validation and the "
-        "settings read.",
+        "middleware, authentication, DRF, rendering; in context and recall also the body's validation and the "
+        "settings read. Statements sent: every statement of the request (CaptureQueriesContext), the second of two "
+        "alike in a row, so what the process caches for OVSITE_CONFIG_CACHE_SECONDS (keys, settings, purpose "
+        "profiles) is in its cache; context and recall count the recall event, written after the response.",
         "",
         f"### Flame summary (cProfile over the same {run['rounds']} requests of each kind: each function's own time, "
         "summed by where it lives)",

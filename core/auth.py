@@ -23,6 +23,7 @@ from django.db import connection
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 
+from core.config_cache import ConfigCache, watch
 from core.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from core.models import DEFAULT_ACCOUNT, DEFAULT_USER, Account, AccountUser, ApiKey, hash_key
 
@@ -125,6 +126,7 @@ _MEMBER_SQL = (
     f"SELECT u.account_id FROM {AccountUser._meta.db_table} u JOIN {Account._meta.db_table} a "
     f"ON a.id = u.account_id WHERE a.name = %s AND u.user_id = %s"
 )
+_ACCOUNT_SQL = f"SELECT id FROM {Account._meta.db_table} WHERE name = %s"
 _KEY_SQL = (
     f"SELECT k.key_hash, u.account_id, a.name, u.user_id, u.role FROM {ApiKey._meta.db_table} k "
     f"JOIN {AccountUser._meta.db_table} u ON u.id = k.user_id JOIN {Account._meta.db_table} a "
@@ -138,9 +140,21 @@ def _fetch_one(sql: str, params: list):
         return cursor.fetchone()
 
 
+# What the lookups below found, per process (core/config_cache.py): a change to a key, a user or an account made
+# here clears it at once, one made in another process is seen within OVSITE_CONFIG_CACHE_SECONDS. Only rows that
+# exist are kept, so a key nobody issued is looked up (and refused) every time, and a key issued elsewhere works at
+# once.
+_FOUND = ConfigCache("auth")
+watch(_FOUND, Account, AccountUser, ApiKey)
+
+
+def _found(sql: str, params: list):
+    return _FOUND.get((sql, *params), lambda: _fetch_one(sql, params), keep_none=False)
+
+
 def _caller_for_names(account_name: str, user_id: str, role: str) -> Caller:
     if role != "root":
-        member = _fetch_one(_MEMBER_SQL, [account_name, user_id])
+        member = _found(_MEMBER_SQL, [account_name, user_id])
         if member is not None:
             return Caller(member[0], account_name, user_id, role)
     account, _ = Account.objects.get_or_create(name=account_name)
@@ -160,11 +174,12 @@ def _root_caller(headers) -> Caller:
     unnamed = tuple(
         header for header, value in ((ACCOUNT_HEADER, named_account), (USER_HEADER, named_user)) if not value
     )
-    account = Account.objects.filter(name=account_name).first()
-    if account is None:
-        if account_name != DEFAULT_ACCOUNT:
-            return Caller(0, account_name, user_id, "root", unnamed=unnamed)
-        account = Account.objects.create(name=DEFAULT_ACCOUNT)
+    found = _found(_ACCOUNT_SQL, [account_name])
+    if found is not None:
+        return Caller(found[0], account_name, user_id, "root", unnamed=unnamed)
+    if account_name != DEFAULT_ACCOUNT:
+        return Caller(0, account_name, user_id, "root", unnamed=unnamed)
+    account, _ = Account.objects.get_or_create(name=DEFAULT_ACCOUNT)
     return Caller(account.id, account.name, user_id, "root", unnamed=unnamed)
 
 
@@ -211,7 +226,7 @@ def authenticate_headers(
     # The digest is looked up by a unique index; the final compare is constant-time. A key nobody issued is
     # refused in dev mode too: taking it for the dev caller would hide a client's wrong key until production.
     digest = hash_key(key)
-    row = _fetch_one(_KEY_SQL, [digest])
+    row = _found(_KEY_SQL, [digest])
     if row is None or not hmac.compare_digest(row[0], digest):
         raise Unauthenticated("invalid or revoked API key")
     _, account_id, account_name, user_id, role = row

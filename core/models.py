@@ -5,6 +5,8 @@ import secrets
 
 from django.db import models
 
+from core.config_cache import ConfigQuerySet
+
 DEFAULT_ACCOUNT = "default"
 DEFAULT_USER = "default"
 
@@ -21,6 +23,8 @@ class Account(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ConfigQuerySet.as_manager()  # authentication caches what it reads of these rows (core/auth.py)
+
     def __str__(self):
         return self.name
 
@@ -31,6 +35,8 @@ class AccountUser(models.Model):
     user_id = models.SlugField(max_length=64)
     role = models.CharField(max_length=16, choices=ROLE_CHOICES, default="user")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ConfigQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["account", "user_id"], name="account_user_unique")]
@@ -44,6 +50,8 @@ class ApiKey(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ConfigQuerySet.as_manager()
 
     def __str__(self):
         return f"key of {self.user} ({'revoked' if self.revoked_at else 'active'})"

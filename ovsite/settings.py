@@ -32,6 +32,10 @@ SECURE_HSTS_PRELOAD = env.bool("OVSITE_HSTS_PRELOAD", default=True)
 
 # Auth: without a root key the server runs in dev mode (account/user "default", loopback callers only).
 OVSITE_ROOT_API_KEY = env.str("OVSITE_ROOT_API_KEY", default="")
+# How long a process keeps the rows every request reads and only an operator changes (API keys, accounts and
+# users, the retrieval settings, purpose profiles): a change made in this process applies at once, one made in
+# another (a revoked key included) within this many seconds (core/config_cache.py; 0 reads them every request).
+OVSITE_CONFIG_CACHE_SECONDS = env.float("OVSITE_CONFIG_CACHE_SECONDS", default=1.0)
 # The admin console's first login, created by `make run` (manage.py console_login) when name and password are set:
 # Django's own variables, which `createsuperuser --noinput` reads (the password only there).
 DJANGO_SUPERUSER_USERNAME = env.str("DJANGO_SUPERUSER_USERNAME", default="")
@@ -175,7 +179,11 @@ DB_POOL = env.bool("OVSITE_DB_POOL", default=False)
 # Threads the ASGI app (`make run`) runs Django's requests on, each with its own database connection.
 ASGI_THREADS = env.int("OVSITE_ASGI_THREADS", default=8)
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DB_POOL else env.int("OVSITE_DB_CONN_MAX_AGE", default=600)
+# A reused connection is checked before a request's first statement, so a database that restarted fails no
+# request; the check asks the connection's socket, not the server (core/db_backend/base.py).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "core.db_backend"
 DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
     f"{_VECTOR_SESSION_OPTIONS} -c statement_timeout={DB_STATEMENT_TIMEOUT_MS}"
 )

@@ -6,6 +6,8 @@ from django.db import models
 from django_guid import get_guid
 from simple_history.models import HistoricalRecords
 
+from core.config_cache import ConfigQuerySet
+
 BUCKETS = ("events", "entities", "preferences", "experiences", "resources", "skills")
 TIERS = ("abstract", "overview", "full")
 DETAIL_CHOICES = [("auto", "auto")] + [(t, t) for t in TIERS]
@@ -85,6 +87,8 @@ class PurposeProfile(models.Model):
         "blank: the settings' tokenizer_family); a request's `tokenizer` "
         "wins.",
     )
+    # Requests read the enabled profiles through a per-process cache (profiles/selectors.py).
+    objects = ConfigQuerySet.as_manager()
     history = HistoricalRecords()
 
     def __str__(self):
@@ -339,6 +343,7 @@ class RetrievalSettings(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # Facts rather than knobs stay out of the history, so a revert keeps the current ones (a stale
     # token_counts_version would skip a recount the stored counts need).
+    objects = ConfigQuerySet.as_manager()  # requests read the row through a per-process cache (profiles/selectors.py)
     history = HistoricalRecords(excluded_fields=["token_counts_version", "updated_at"])
 
     class Meta:

@@ -13,7 +13,7 @@ from django.db import connection, connections, transaction
 from openviking_sdk import SyncHTTPClient
 from rest_framework.test import APIClient
 
-from core import embedded_pg
+from core import config_cache, embedded_pg
 from tests import live, servers
 
 # The lanes of pytest.ini, given at collection from what a test uses. pytest has already resolved the closure of its
@@ -125,6 +125,7 @@ def _empty_tables(test_case):
         ]
         with transaction.atomic(using=name), conn.cursor() as cursor:
             cursor.execute("".join(f"DELETE FROM {conn.ops.quote_name(table)};" for table in tables))
+    config_cache.clear_all()  # the rows it kept are gone, and plain SQL sends no signal
 
 
 @pytest.fixture(scope="session", autouse=True)

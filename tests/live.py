@@ -42,6 +42,10 @@ def database_env(database_url: str | None = None) -> dict:
 
 def child_env(**overrides) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OVSITE_PG_DATABASE")}
+    # A server that outlives a test sees each transactional test empty the tables and seed them again (the same
+    # account under a new id), which its per-process cache would hold for up to a second: such servers read every
+    # request's rows (a test of the cache itself passes the setting).
+    env["OVSITE_CONFIG_CACHE_SECONDS"] = "0"
     env.update({k: str(v) for k, v in overrides.items()})
     return env
 

@@ -349,3 +349,26 @@ def _recovered(log: list, restart_at: float) -> bool:
     """Every route's last two answers that started after the restart began are 200."""
     after = [e for e in log if e[0] > restart_at]
     return all([e[3] for e in after if e[2] == path][-2:] == [200, 200] for _, path, _ in LOAD)
+
+
+def test_the_first_requests_after_a_postgres_restart_succeed_on_a_reused_thread(own_postgres, tmp_path, fake):
+    """One thread keeps its connection between requests: after a restart, the health check before each request's
+    first statement (core/db_backend, no round trip) finds the old session gone and the request connects anew."""
+    pgdata, database_url = own_postgres
+    env = child_env(**database_env(database_url), EMBEDDING_URL=fake.url, EMBEDDING_MODEL="fake-embedding")
+    web, url = start_ovsite(tmp_path, env, threads=1)
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            write = client.post("/api/v1/content/write", json={"uri": NOTE, "content": "Kafka lag alerts."})
+            assert write.status_code == 200, write.text
+            for method, path, body in LOAD:  # every route has used the thread's connection
+                response = client.post(path, json=body) if method == "post" else client.get(path)
+                assert response.status_code == 200, (path, response.text)
+            for round_ in range(2):
+                _pg_ctl("stop", pgdata)
+                _pg_ctl("start", pgdata)
+                for method, path, body in LOAD:
+                    response = client.post(path, json=body) if method == "post" else client.get(path)
+                    assert response.status_code == 200, (round_, path, response.text)
+    finally:
+        web.stop()
