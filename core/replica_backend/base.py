@@ -1,18 +1,22 @@
-"""The database backend of the read replicas' aliases (their ENGINE, set by core.replicas.replica_databases): Django's
-PostgreSQL backend whose cursors read the primary instead when the replica is lost under a read of a replica-eligible
-scope (core.replicas.reads_primary_instead), on connecting or when a statement runs. A replica's results are read
-whole as their statement runs (its alias disables server-side cursors), so no fetch of rows reaches it afterwards."""
+"""The database backend of the read replicas' aliases (their ENGINE, set by core.replicas.replica_databases): the
+primary's backend (core/db_backend) whose cursors read the primary instead when the replica is lost under a read of
+a replica-eligible scope (core.replicas.reads_primary_instead), on connecting or when a statement runs. A replica's
+results are read whole as their statement runs (its alias disables server-side cursors), so no fetch of rows
+reaches it afterwards."""
 
 from django.db.backends.postgresql import base
 from django.db.backends.utils import CursorWrapper
 from django.db.utils import InterfaceError, OperationalError
 
 from core import replicas
+from core.db_backend import base as primary_base
 
 CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(primary_base.DatabaseWrapper):
+    """The primary's backend (its health check asks the socket, no `SELECT 1`), with the fallback below."""
+
     def cursor(self):
         try:
             return super().cursor()
