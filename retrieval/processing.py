@@ -30,7 +30,7 @@ def _ancestors_in_store(uri: str) -> list[str]:
 
 # A task embeds its texts in chunks of this many, EMBED_WORKERS threads ahead of the writes (retrieval.bulk.embedded):
 # PostgreSQL puts one chunk's rows into the HNSW graphs (most of an UPDATE's cost) while the next chunk embeds.
-EMBED_CHUNK = 64
+EMBED_CHUNK = 32
 EMBED_WORKERS = 1
 FILE_FIELDS = [
     "abstract",
