@@ -48,7 +48,7 @@ def graph_sql(account_id: int, partition: str | None = None, concurrently: bool 
     )
     with connection.schema_editor(collect_sql=True) as editor:
         sql = str(index.create_sql(Context, editor, concurrently=concurrently))
-    return sql.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1)
+    return re.sub(r"^CREATE INDEX( CONCURRENTLY)? ", r"CREATE INDEX\1 IF NOT EXISTS ", sql, count=1)
 
 
 @dataclass

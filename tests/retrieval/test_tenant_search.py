@@ -3,8 +3,11 @@ searched exactly, through its B-tree, so a walk of graphs filtered to it cannot 
 account past OVSITE_TENANT_GRAPHS_FROM nodes gets HNSW graphs of its own (retrieval.tenant_graphs), which its
 searches walk; a store of one account keeps the model's graphs."""
 
+import io
+
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -197,3 +200,16 @@ def test_the_tenant_graph_plan(settings, sizes, present, create, drop):
     settings.TENANT_GRAPHS_FROM, settings.PARTITIONED_SEARCH_FROM = 100, 300
     todo = tenant_graphs.plan(sizes, present)
     assert todo.create == create and todo.drop == drop
+
+
+def test_the_command_builds_a_tenants_graph_concurrently_and_drops_it_once_unwanted(tenants, settings):
+    out = io.StringIO()
+    call_command("tenant_graphs", stdout=out)
+    assert "built 1 tenant graphs, dropped 0" in out.getvalue()
+    with connection.cursor() as cursor:
+        assert tenant_graphs.present_graphs(cursor) == {tenant_graphs.graph_name(tenants["big-a"].id)}
+    settings.TENANT_GRAPHS_FROM = 1000  # big-a (200) is now under half the size: its graph goes
+    call_command("tenant_graphs", stdout=out)
+    assert "built 0 tenant graphs, dropped 1" in out.getvalue()
+    with connection.cursor() as cursor:
+        assert tenant_graphs.present_graphs(cursor) == set()
