@@ -74,8 +74,8 @@ def _lock_rows(rows: list[Context]) -> None:
 
 def _update_rows(rows: list[Context], fields: list[str]) -> None:
     """Writes `fields` of `rows` in one UPDATE that joins the rows' values, one array per column, on their ids.
-    Django's bulk_update spells each column as a CASE with a branch per row, which PostgreSQL evaluates branch by
-    branch for every row: quadratic in the batch."""
+    Django's bulk_update builds a CASE per column with a branch per row: 2.1 s for 320 rows, nearly all of it
+    Python, where this takes 0.6 (bench/RESULTS.md, ingest's note)."""
     if not rows:
         return
     columns = [Context._meta.get_field(name) for name in fields]
@@ -99,6 +99,8 @@ def _embed_and_write(rows: list[Context], texts: list[str], written: list[Contex
     `fields` of every row of `written`: each chunk of `rows` as soon as its vectors arrive, the others last. Returns
     "" or the embedder's error, after which none of it is written (a savepoint) and the rows' vectors in memory are
     not to be written either. The rows are locked, by id, before any of it."""
+    if not written:
+        return ""
     embedder = get_embedder()
     _lock_rows(written)
     embedding = {id(row) for row in rows}
