@@ -223,9 +223,10 @@ def exact_search(account_id: int) -> bool:
     OVSITE_TENANT_GRAPHS_FROM nodes. The graphs it shares with larger accounts would be walked for a small share
     of their nodes (k / share visits, cut at `hnsw.max_scan_tuples`: short answers, missed neighbours), while
     sorting its own few thousand rows costs a few milliseconds and finds the exact top k. A store of one account
-    keeps its graphs at every size."""
-    size = account_size(account_id)
-    return size < settings.TENANT_GRAPHS_FROM and 2 * size < _store_size()
+    keeps its graphs at every size, and so does a table smaller than OVSITE_TENANT_GRAPHS_FROM (by PostgreSQL's
+    estimate), whose graph a filtered walk covers whole within `hnsw.max_scan_tuples`."""
+    size, store = account_size(account_id), _store_size()
+    return size < settings.TENANT_GRAPHS_FROM <= store and 2 * size < store
 
 
 _tenant_graphs_read: list = [float("-inf"), frozenset()]  # (when, accounts): read again after a minute
