@@ -407,17 +407,17 @@ def _quality_lines(runs: dict) -> list[str]:
         'mode="context"`, no purpose): gold in entries = an entry is the gold document or one of its '
         "sections; answer in rendered = the answer string appears verbatim in `rendered`.",
         "",
-        "| server | nodes | max_tokens | detail | gold in entries | answer in rendered | used tokens p50 | "
+        "| server | nodes | request | max_tokens | detail | gold in entries | answer in rendered | used tokens p50 | "
         "entries p50 |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|",
     ]
     for server, run in runs.items():
         if "error" in run:
-            lines.append(f"| {server} | n/a | | | | | | {run['error']} |")
+            lines.append(f"| {server} | n/a | | | | | | | {run['error']} |")
             continue
-        for (max_tokens, detail), rows in run["cells"].items():
+        for (request, max_tokens, detail), rows in run["cells"].items():
             lines.append(
-                f"| {server} | {run['nodes']} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
+                f"| {server} | {run['nodes']} | {request} | {max_tokens} | {detail} | {quality._rate(rows, 'gold')} | "
                 f"{quality._rate(rows, 'answer')} | {quality._median_used(rows)} | "
                 f"{harness.median([r['entries'] for r in rows]):.0f} |"
             )
