@@ -422,15 +422,20 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
     for name, sql in [*indexes.items(), *hnsw.items()]:
         out["indexes"][name] = timed_build(conn, pid, name, sql, args.maintenance_work_mem)
         harness.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
+    finish_build(conn, out, t_all)
+    return out, exact
+
+
+def finish_build(conn, out: dict, started: float) -> None:
+    """A build's last step, VACUUM ANALYZE, and its figures into `out`: times, load, the table's size on disk."""
     t = time.perf_counter()
     conn.execute("VACUUM (ANALYZE) retrieval_context")
     out["vacuum_s"] = time.perf_counter() - t
-    out["build_s"] = time.perf_counter() - t_all
+    out["build_s"] = time.perf_counter() - started
     out["build_load_avg"] = os.getloadavg()
     out["built_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out["table_mb"] = conn.execute("SELECT pg_total_relation_size('retrieval_context') / 1e6").fetchone()[0]
     out["heap_mb"] = conn.execute("SELECT pg_relation_size('retrieval_context') / 1e6").fetchone()[0]
-    return out, exact
 
 
 def latency(args, tmp: Path, exact: dict[str, ExactTop10], ef_search: int) -> dict:

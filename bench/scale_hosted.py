@@ -158,14 +158,7 @@ def load(args, conn, account_ids: list[int], ranks: np.ndarray) -> dict:
         out["tenant_graphs"][name] = scale.timed_build(conn, pid, name, sql, args.maintenance_work_mem)
         harness.log(f"tenant graph {name}: {out['tenant_graphs'][name]['s']:.1f} s")
     out["tenant_graphs_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    conn.execute("VACUUM (ANALYZE) retrieval_context")
-    out["vacuum_s"] = time.perf_counter() - t
-    out["build_s"] = time.perf_counter() - t_all
-    out["build_load_avg"] = os.getloadavg()
-    out["built_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    out["table_mb"] = conn.execute("SELECT pg_total_relation_size('retrieval_context') / 1e6").fetchone()[0]
-    out["heap_mb"] = conn.execute("SELECT pg_relation_size('retrieval_context') / 1e6").fetchone()[0]
+    scale.finish_build(conn, out, t_all)
     out["maintenance_work_mem"] = args.maintenance_work_mem
     return out
 
