@@ -377,12 +377,7 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
     out["hnsw_sql"] = hnsw[common.HNSW_INDEX]  # the whole table's; the partitions' differ by their WHERE alone
     for name in _present_indexes(conn):
         conn.execute(f'DROP INDEX IF EXISTS "{name}"')
-    oids = dict(
-        conn.execute(
-            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
-            "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped"
-        ).fetchall()
-    )
+    oids = column_types(conn)
     model = get_embedder().model
     exact = exact_sets()
     t_all = time.perf_counter()
@@ -424,6 +419,16 @@ def load(args, account_id: int, conn) -> tuple[dict, dict[str, ExactTop10]]:
         harness.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
     finish_build(conn, out, t_all)
     return out, exact
+
+
+def column_types(conn) -> dict[str, int]:
+    """retrieval_context's column names and type oids, which a binary COPY declares."""
+    return dict(
+        conn.execute(
+            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
+            "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    )
 
 
 def finish_build(conn, out: dict, started: float) -> None:

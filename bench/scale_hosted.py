@@ -115,12 +115,7 @@ def load(args, conn, account_ids: list[int], ranks: np.ndarray) -> dict:
     if args.no_whole_graph:
         hnsw.pop(common.HNSW_INDEX)
     indexes = {name: sql for name, sql in scale.model_indexes().items() if name not in vector_index_sql()}
-    oids = dict(
-        conn.execute(
-            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = "
-            "'retrieval_context'::regclass AND attnum > 0 AND NOT attisdropped"
-        ).fetchall()
-    )
+    oids = scale.column_types(conn)
     model = get_embedder().model
     vectors_from: dict = {}
     blocks = scale.node_blocks(args.size, args.size, args.seed, stats=vectors_from)

@@ -28,7 +28,7 @@ def account_of(index_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def wanted_graphs(account_id: int, size: int) -> list[str | None]:
+def wanted_graphs(size: int) -> list[str | None]:
     """The graphs an account of `size` nodes walks as a tenant: one for the account, or from
     OVSITE_PARTITIONED_SEARCH_FROM nodes one per search partition (None: the whole account), as a single-account
     store of that size walks the model's (retrieval.search.query.score_order_scans)."""
@@ -67,7 +67,7 @@ def plan(sizes: dict[int, int], present: set[str]) -> Plan:
     create, keep = [], set()
     for account_id, size in sizes.items():
         if size >= threshold and 2 * size < total:
-            wanted = wanted_graphs(account_id, size)
+            wanted = wanted_graphs(size)
             names = {graph_name(account_id, p) for p in wanted}
             create += [(account_id, p) for p in wanted if graph_name(account_id, p) not in present]
             if names <= present:
