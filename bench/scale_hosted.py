@@ -14,7 +14,7 @@ leave them.
    bench.scale does) into the table with one binary COPY, each row in its account.
 2. Builds the model's indexes (every HNSW graph, the whole table's too unless `--no-whole-graph`), then the tenant
    graphs (retrieval.tenant_graphs: an account of OVSITE_TENANT_GRAPHS_FROM nodes or more under half the table gets
-   its own; from OVSITE_PARTITIONED_SEARCH_FROM one per search partition), each timed, then VACUUM ANALYZE. The
+   one of its own, whatever its size), each timed, then VACUUM ANALYZE. The
    build's figures are kept in bench/.data/scale_hosted-DATABASE.json for a later `--reuse`.
 3. Samples accounts per size class (CLASSES): every account of 10k nodes or more, `--sample-medium` of 1k–10k and
    `--sample-small` of those under 1k, at random. Each gets an API key of its own; gunicorn serves with a root key
@@ -147,9 +147,9 @@ def load(args, conn, account_ids: list[int], ranks: np.ndarray) -> dict:
     t = time.perf_counter()
     with conn.cursor() as cur:
         todo = tenant_graphs.plan(tenant_graphs.account_sizes(cur), tenant_graphs.present_graphs(cur))
-    for account_id, partition in todo.create:
-        name = tenant_graphs.graph_name(account_id, partition)
-        sql = tenant_graphs.graph_sql(account_id, partition, concurrently=False)
+    for account_id in todo.create:
+        name = tenant_graphs.graph_name(account_id)
+        sql = tenant_graphs.graph_sql(account_id, concurrently=False)
         out["tenant_graphs"][name] = scale.timed_build(conn, pid, name, sql, args.maintenance_work_mem)
         harness.log(f"tenant graph {name}: {out['tenant_graphs'][name]['s']:.1f} s")
     out["tenant_graphs_s"] = time.perf_counter() - t
@@ -274,8 +274,8 @@ def render(built: dict | None, lat: dict, command: str, args) -> str:
         f"Server: `gunicorn {lat['server_command']}` with a root key set (not dev mode), database "
         f"`{harness.database()}`; each request carries its tenant's own API key. Layout (docs/retrieval.md, "
         '"Tenants"): an account under half the table with fewer than `OVSITE_TENANT_GRAPHS_FROM` nodes (2,000) '
-        "is searched exactly through its account's B-tree; from there on it walks its own HNSW graphs (one, or one "
-        "per search partition from 50,000 nodes), built by `manage.py tenant_graphs`.",
+        "is searched exactly through its account's B-tree; from there on it walks one HNSW graph of its own, "
+        "whatever its size, built by `manage.py tenant_graphs`.",
         "",
     ]
     if built:

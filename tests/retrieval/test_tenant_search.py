@@ -1,7 +1,7 @@
 """Tenants in a shared table (docs/retrieval.md, "Tenants"): an account holding a small share of the table is
 searched exactly, through its B-tree, so a walk of graphs filtered to it cannot stop early and come back short; an
-account past OVSITE_TENANT_GRAPHS_FROM nodes gets HNSW graphs of its own (retrieval.tenant_graphs), which its
-searches walk; a store of one account keeps the model's graphs."""
+account past OVSITE_TENANT_GRAPHS_FROM nodes gets one HNSW graph of its own (retrieval.tenant_graphs), which its
+searches walk whatever its size; a store of one account keeps the model's graphs."""
 
 import io
 
@@ -25,6 +25,7 @@ from tests.conftest import hit_uris
 QUERY = "which restaurant did we book for the team dinner"
 TOPICS = ["dinner at a restaurant", "a deploy of the billing service", "a trip to the mountains", "a dentist visit"]
 SMALL, BIG_A, BIG_B = 15, 200, 250  # the default account is the small tenant; two larger ones share the table
+LEGACY = tuple(f"context_hnsw_t2_{p}" for p in SEARCH_PARTITIONS)  # account 2's graphs in the per-partition layout
 
 
 def _memories(account: Account, count: int, label: str) -> None:
@@ -144,7 +145,7 @@ def test_a_tenant_past_the_size_walks_a_graph_of_its_own(tenants):
     with connection.cursor() as cursor:
         built = tenant_graphs.refresh(cursor, concurrently=False)
         cursor.execute("ANALYZE retrieval_context")
-    assert built.create == [(big.id, None)]  # big-b holds more than half the table: the model's graphs are its own
+    assert built.create == [big.id]  # big-b holds more than half the table: the model's graphs are its own
     _fresh_layout_reads()
     assert tenant_graphs.graph_name(big.id) in _plan_of_vector_search(_caller(big))
     spec = FindQuery(query=QUERY, search_mode="vector")
@@ -158,6 +159,21 @@ def test_a_tenant_past_the_size_walks_a_graph_of_its_own(tenants):
         ranking=ranking_for(spec),
     )
     assert [row["uri"] for row in found.rows] == _exact_top(big, 10)
+
+
+def test_a_tenant_past_the_partitioned_size_walks_one_graph_of_its_own(tenants, settings):
+    """A store of one account of OVSITE_PARTITIONED_SEARCH_FROM nodes walks a graph per search partition; a tenant
+    of that size (under half the table) walks its one graph, in one scan."""
+    settings.PARTITIONED_SEARCH_FROM = 150
+    big = tenants["big-a"]  # 200 nodes
+    with connection.cursor() as cursor:
+        built = tenant_graphs.refresh(cursor, concurrently=False)
+        cursor.execute("ANALYZE retrieval_context")
+        assert built.create == [big.id]
+        assert tenant_graphs.present_graphs(cursor) == {tenant_graphs.graph_name(big.id)}
+    _fresh_layout_reads()
+    assert score_order_scans(_caller(big), FindQuery(query=QUERY)) == ()
+    assert tenant_graphs.graph_name(big.id) in _plan_of_vector_search(_caller(big))
 
 
 def test_a_small_tenants_search_walks_no_graph(tenants):
@@ -181,16 +197,12 @@ def test_a_store_of_one_account_keeps_its_graphs(api, settings):
     "sizes, present, create, drop",
     [
         # a tenant past the size gets its graph; the majority account and the small ones none
-        ({1: 500, 2: 150, 3: 20}, set(), [(2, None)], []),
+        ({1: 500, 2: 150, 3: 20}, set(), [2], []),
         ({1: 150}, set(), [], []),
-        # from PARTITIONED_SEARCH_FROM (here 300) one graph per partition; the account's old graph goes once they exist
-        ({1: 700, 2: 300, 3: 20}, {"context_hnsw_t2"}, [(2, p) for p in SEARCH_PARTITIONS], []),
-        (
-            {1: 700, 2: 300, 3: 20},
-            {"context_hnsw_t2", *(f"context_hnsw_t2_{p}" for p in SEARCH_PARTITIONS)},
-            [],
-            ["context_hnsw_t2"],
-        ),
+        # past PARTITIONED_SEARCH_FROM (here 300) still one graph; partition graphs of the earlier layout go after it
+        ({1: 700, 2: 300, 3: 20}, set(), [2], []),
+        ({1: 700, 2: 300, 3: 20}, set(LEGACY), [2], []),
+        ({1: 700, 2: 300, 3: 20}, {"context_hnsw_t2", *LEGACY}, [], sorted(LEGACY)),
         # under the size but over half of it: kept (no rebuild on the line); under half, or gone: dropped
         ({1: 500, 2: 80}, {"context_hnsw_t2"}, [], []),
         ({1: 500, 2: 40}, {"context_hnsw_t2", "context_hnsw_t9"}, [], ["context_hnsw_t2", "context_hnsw_t9"]),
@@ -200,6 +212,10 @@ def test_the_tenant_graph_plan(settings, sizes, present, create, drop):
     settings.TENANT_GRAPHS_FROM, settings.PARTITIONED_SEARCH_FROM = 100, 300
     todo = tenant_graphs.plan(sizes, present)
     assert todo.create == create and todo.drop == drop
+
+
+def test_an_earlier_layouts_partition_graphs_alone_are_not_the_accounts_graph():
+    assert tenant_graphs.graph_accounts({*LEGACY, "context_hnsw_t3"}) == {3}
 
 
 def test_the_command_builds_a_tenants_graph_concurrently_and_drops_it_once_unwanted(tenants, settings):
