@@ -13,8 +13,8 @@ leave them.
    the nodes of bench.scale's generator with their real embeddings (the same bench/.data cache, read or filled as
    bench.scale does) into the table with one binary COPY, each row in its account.
 2. Builds the model's indexes (every HNSW graph, the whole table's too unless `--no-whole-graph`), then the tenant
-   graphs (retrieval.tenant_graphs: an account of OVSITE_TENANT_GRAPHS_FROM nodes or more under half the table gets
-   one of its own, whatever its size), each timed, then VACUUM ANALYZE. The
+   indexes (retrieval.tenant_graphs: an account of OVSITE_TENANT_GRAPHS_FROM nodes or more under half the table gets
+   an HNSW graph, one whatever its size, and a GIN of its lexemes of its own), each timed, then VACUUM ANALYZE. The
    build's figures are kept in bench/.data/scale_hosted-DATABASE.json for a later `--reuse`.
 3. Samples accounts per size class (CLASSES): every account of 10k nodes or more, `--sample-medium` of 1k–10k and
    `--sample-small` of those under 1k, at random. Each gets an API key of its own; gunicorn serves with a root key
@@ -97,11 +97,10 @@ def make_accounts(count: int) -> tuple[list[int], list[str]]:
 
 
 def load(args, conn, account_ids: list[int], ranks: np.ndarray) -> dict:
-    """The COPY of every node into its account, the model's indexes and the tenant graphs: the build's figures."""
+    """The COPY of every node into its account, the model's indexes and the tenant indexes: the build's figures."""
     from pgvector.psycopg import register_vector
     from tqdm import tqdm
 
-    from retrieval import tenant_graphs
     from retrieval.bulk import vector_index_sql
     from retrieval.embedders import get_embedder
     from retrieval.tokens import estimate_tokens
@@ -144,18 +143,31 @@ def load(args, conn, account_ids: list[int], ranks: np.ndarray) -> dict:
     for name, sql in [*indexes.items(), *hnsw.items()]:
         out["indexes"][name] = scale.timed_build(conn, pid, name, sql, args.maintenance_work_mem)
         harness.log(f"index {name}: {out['indexes'][name]['s']:.1f} s")
-    t = time.perf_counter()
-    with conn.cursor() as cur:
-        todo = tenant_graphs.plan(tenant_graphs.account_sizes(cur), tenant_graphs.present_graphs(cur))
-    for account_id in todo.create:
-        name = tenant_graphs.graph_name(account_id)
-        sql = tenant_graphs.graph_sql(account_id, concurrently=False)
-        out["tenant_graphs"][name] = scale.timed_build(conn, pid, name, sql, args.maintenance_work_mem)
-        harness.log(f"tenant graph {name}: {out['tenant_graphs'][name]['s']:.1f} s")
-    out["tenant_graphs_s"] = time.perf_counter() - t
+    out["tenant_graphs_s"] = 0.0
+    tenant_indexes(conn, out, args)
     scale.finish_build(conn, out, t_all)
     out["maintenance_work_mem"] = args.maintenance_work_mem
     return out
+
+
+def tenant_indexes(conn, out: dict, args) -> None:
+    """Builds the tenant indexes the layout wants and the table lacks and drops those it no longer wants
+    (retrieval.tenant_graphs.plan), each build timed into `out` ("tenant_graphs", by name, and "tenant_graphs_s"):
+    a build, or with `--reuse` a table an earlier layout built, brought to this one."""
+    from retrieval import tenant_graphs
+
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    t = time.perf_counter()
+    with conn.cursor() as cur:
+        todo = tenant_graphs.plan(tenant_graphs.account_sizes(cur), tenant_graphs.present_indexes(cur))
+    for name in todo.create:
+        sql = tenant_graphs.index_sql(name, concurrently=False)
+        out["tenant_graphs"][name] = scale.timed_build(conn, pid, name, sql, args.maintenance_work_mem)
+        harness.log(f"tenant index {name}: {out['tenant_graphs'][name]['s']:.1f} s")
+    for name in todo.drop:
+        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+        out["tenant_graphs"].pop(name, None)
+    out["tenant_graphs_s"] += time.perf_counter() - t
 
 
 def sample_accounts(sizes: np.ndarray, args) -> list[int]:
@@ -275,7 +287,7 @@ def render(built: dict | None, lat: dict, command: str, args) -> str:
         f"`{harness.database()}`; each request carries its tenant's own API key. Layout (docs/retrieval.md, "
         '"Tenants"): an account under half the table with fewer than `OVSITE_TENANT_GRAPHS_FROM` nodes (2,000) '
         "is searched exactly through its account's B-tree; from there on it walks one HNSW graph of its own, "
-        "whatever its size, built by `manage.py tenant_graphs`.",
+        "whatever its size, and reads its matches from a GIN of its own, both built by `manage.py tenant_graphs`.",
         "",
     ]
     if built:
@@ -286,14 +298,14 @@ def render(built: dict | None, lat: dict, command: str, args) -> str:
             f"then): COPY of {built['size']:,} nodes with real embeddings ({built.get('embedded', 0):,} embedded in "
             f"this run, {built.get('from_cache', 0):,} from the bench/.data cache) {built['load_s']:.0f} s; the "
             f"model's indexes {sum(v['s'] for v in idx.values()):.0f} s, of which HNSW {hnsw_s:.0f} s "
-            f"({', '.join(k for k in idx if 'hnsw' in k)}); the {len(tg)} tenant graphs "
+            f"({', '.join(k for k in idx if 'hnsw' in k)}); the {len(tg)} tenant indexes "
             f"{built['tenant_graphs_s']:.0f} s, {sum(v['mb'] for v in tg.values()):,.0f} MB (the model's HNSW "
             f"graphs: {sum(v['mb'] for k, v in idx.items() if 'hnsw' in k):,.0f} MB); VACUUM ANALYZE "
             f"{built['vacuum_s']:.0f} s; total {built['build_s'] / 60:.1f} min. Table with indexes "
             f"{built['table_mb']:,.0f} MB (heap {built['heap_mb']:,.0f} MB); `maintenance_work_mem` "
             f"{built['maintenance_work_mem']}.",
             "",
-            "| tenant graph | build s | size MB | peak PSS MB |",
+            "| tenant index | build s | size MB | peak PSS MB |",
             "|---|---:|---:|---:|",
             *(f"| {k} | {v['s']:.1f} | {v['mb']:,.0f} | {v['peak_pss_mb']:,.0f} |" for k, v in tg.items()),
             "",
@@ -358,6 +370,9 @@ def main() -> int:
     record = scale.CACHE / f"scale_hosted-{args.database}.json"
     if args.reuse:
         built = json.loads(record.read_text()) if record.exists() else None
+        if built:
+            tenant_indexes(conn, built, args)
+            record.write_text(json.dumps(built, default=float))
     else:
         built = load(args, conn, account_ids, ranks)
         scale.CACHE.mkdir(exist_ok=True)

@@ -126,11 +126,12 @@ for _name, _value in (
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # A tenant (an account holding less than half the table) below this many nodes is searched exactly, through its
 # account's B-tree: a walk of graphs shared with larger accounts, filtered to it, stops at max_scan_tuples and can
-# come back short. From it on it gets an HNSW graph of its own (`manage.py tenant_graphs`, hourly on the beat), which
-# it walks in one scan whatever its size: PARTITIONED_SEARCH_FROM is a store's, not a tenant's (docs/retrieval.md,
-# "Tenants": the 53k tenant of 400k hosted nodes, vector /find 18.7 ms on its one graph, 78.2 on five). At
-# 100k hosted nodes sorting a tenant's rows took ~6 µs a row on a loaded machine (2.7k rows: 18-22 ms of SQL, 13.4k:
-# 81-85) and a walk of its own graph at ef_search 200 8.5-18 ms whatever its size: even at about 2,000.
+# come back short. From it on it gets an HNSW graph of its own and a GIN of its lexemes (`manage.py tenant_graphs`,
+# hourly on the beat), and walks the graph in one scan whatever its size: PARTITIONED_SEARCH_FROM is a store's, not a
+# tenant's (docs/retrieval.md, "Tenants": the 53k tenant of 400k hosted nodes, vector /find 18.7 ms on its one graph,
+# 78.2 on five). At 100k hosted nodes sorting a tenant's rows took ~6 µs a row on a loaded machine (2.7k rows: 18-22
+# ms of SQL, 13.4k: 81-85) and a walk of its own graph at ef_search 200 8.5-18 ms whatever its size: even at about
+# 2,000.
 TENANT_GRAPHS_FROM = env.int("OVSITE_TENANT_GRAPHS_FROM", default=2000)
 # A hybrid search ranks by BM25 only the nodes holding a query term that at most this many of the account's nodes
 # hold (by the lexemes' statistics); broader terms still count in every candidate's coverage. 2,000 is what the 20 %

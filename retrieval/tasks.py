@@ -1,7 +1,7 @@
 """Celery tasks of retrieval, each one call into its service: `process_task` runs writes, removals and retries
 (retrieval/processing.py), `retry_failed_nodes` re-queues failed nodes (beat), `recount_tokens_task` follows a
-change of the tokenizer family (retrieval/recount.py), `refresh_tenant_graphs` builds tenants' own HNSW graphs
-(beat)."""
+change of the tokenizer family (retrieval/recount.py), `refresh_tenant_graphs` builds tenants' own HNSW graphs and
+GINs (beat)."""
 
 from celery import shared_task
 
@@ -29,5 +29,5 @@ def recount_tokens_task() -> int | None:
 
 @shared_task
 def refresh_tenant_graphs() -> int:
-    """Builds the HNSW graphs of tenants that grew past OVSITE_TENANT_GRAPHS_FROM (beat, hourly); returns how many."""
+    """Builds the indexes of tenants that grew past OVSITE_TENANT_GRAPHS_FROM (beat, hourly); returns how many."""
     return len(refresh_graphs().create)

@@ -18,7 +18,7 @@ from core.auth import Caller
 from core.errors import InvalidArgument
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.selectors import visible_nodes
-from retrieval.tenant_graphs import graph_accounts, present_graphs
+from retrieval.tenant_graphs import graph_accounts, present_indexes
 from retrieval.uris import MEMORY_CATEGORIES, parse_uri
 
 CONTEXT_TYPES = ("memory", "resource", "skill")
@@ -236,7 +236,7 @@ def tenant_graph_accounts() -> frozenset[int]:
     now = time.monotonic()
     if now - _tenant_graphs_read[0] > 60:
         with connection.cursor() as cursor:
-            _tenant_graphs_read[:] = [now, graph_accounts(present_graphs(cursor))]
+            _tenant_graphs_read[:] = [now, graph_accounts(present_indexes(cursor))]
     return _tenant_graphs_read[1]
 
 

@@ -17,14 +17,15 @@ from retrieval import tenant_graphs
 from retrieval.embedders import get_embedder
 from retrieval.models import SEARCH_PARTITIONS, Context
 from retrieval.search import query as search_query
-from retrieval.search.query import FindQuery, exact_search, scope_predicate, score_order_scans
-from retrieval.search.ranking import by_bucket, ranking_for
+from retrieval.search.query import FindQuery, account_size, exact_search, scope_predicate, score_order_scans
+from retrieval.search.ranking import by_bucket, ranking_for, score_order
 from retrieval.search.statements import EVERYTHING, HIT_COLUMNS, SearchQuery, search_statement, statement_sql
 from tests.conftest import hit_uris
 
 QUERY = "which restaurant did we book for the team dinner"
 TOPICS = ["dinner at a restaurant", "a deploy of the billing service", "a trip to the mountains", "a dentist visit"]
 SMALL, BIG_A, BIG_B = 15, 200, 250  # the default account is the small tenant; two larger ones share the table
+OWN = ("context_hnsw_t2", "context_gin_t2")  # account 2's tenant indexes
 LEGACY = tuple(f"context_hnsw_t2_{p}" for p in SEARCH_PARTITIONS)  # account 2's graphs in the per-partition layout
 
 
@@ -83,7 +84,7 @@ def tenants(seeded, settings):
     with connection.cursor() as cursor:
         cursor.execute("RESET hnsw.max_scan_tuples")
         cursor.execute("RESET enable_sort")
-        for name in tenant_graphs.present_graphs(cursor):
+        for name in tenant_graphs.present_indexes(cursor):
             cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
     _fresh_layout_reads()
 
@@ -123,14 +124,16 @@ def test_a_small_tenants_bucket_search_gets_its_exact_top_k(tenants):
     assert [row["uri"] for row in found.rows] == _exact_top(tenants["default"], 10)
 
 
-def _plan_of_vector_search(caller: Caller) -> str:
+def _plan_of_vector_search(caller: Caller, lexical: bool = False) -> str:
+    """EXPLAIN of /find's statement, vector mode or with its lexical side (hybrid)."""
     spec = FindQuery(query=QUERY)
     statement = search_statement(
         scope_predicate(caller, spec),
         [SearchQuery(QUERY, get_embedder().embed([QUERY])[0])],
         HIT_COLUMNS,
         [(scan, 10) for scan in score_order_scans(caller, spec) or (EVERYTHING,)],
-        [],
+        [(EVERYTHING, 10)] if lexical else [],
+        account_size(caller.account_id) if lexical else 0,
         exact=exact_search(caller.account_id),
     )
     sql, params = statement_sql(statement, 10)
@@ -145,7 +148,8 @@ def test_a_tenant_past_the_size_walks_a_graph_of_its_own(tenants):
     with connection.cursor() as cursor:
         built = tenant_graphs.refresh(cursor, concurrently=False)
         cursor.execute("ANALYZE retrieval_context")
-    assert built.create == [big.id]  # big-b holds more than half the table: the model's graphs are its own
+    # big-b holds more than half the table: the model's indexes are its own
+    assert built.create == [tenant_graphs.graph_name(big.id), tenant_graphs.gin_name(big.id)]
     _fresh_layout_reads()
     assert tenant_graphs.graph_name(big.id) in _plan_of_vector_search(_caller(big))
     spec = FindQuery(query=QUERY, search_mode="vector")
@@ -169,11 +173,35 @@ def test_a_tenant_past_the_partitioned_size_walks_one_graph_of_its_own(tenants, 
     with connection.cursor() as cursor:
         built = tenant_graphs.refresh(cursor, concurrently=False)
         cursor.execute("ANALYZE retrieval_context")
-        assert built.create == [big.id]
-        assert tenant_graphs.present_graphs(cursor) == {tenant_graphs.graph_name(big.id)}
+        assert tenant_graphs.present_indexes(cursor) == set(built.create)
+    assert built.create == [tenant_graphs.graph_name(big.id), tenant_graphs.gin_name(big.id)]
     _fresh_layout_reads()
     assert score_order_scans(_caller(big), FindQuery(query=QUERY)) == ()
     assert tenant_graphs.graph_name(big.id) in _plan_of_vector_search(_caller(big))
+
+
+def test_a_tenant_past_the_size_reads_its_matches_from_a_gin_of_its_own(tenants):
+    """The model's GIN lists every account's holders of the query's terms, which the account's B-tree bitmap then
+    cuts down; a tenant's own GIN lists only its own."""
+    big = tenants["big-a"]
+    with connection.cursor() as cursor:
+        tenant_graphs.refresh(cursor, concurrently=False)
+        cursor.execute("ANALYZE retrieval_context")
+    _fresh_layout_reads()
+    plan = _plan_of_vector_search(_caller(big), lexical=True)
+    assert f"Bitmap Index Scan on {tenant_graphs.gin_name(big.id)}" in plan, plan
+    assert "context_lexemes_gin" not in plan, plan
+    spec = FindQuery(query=QUERY)  # hybrid
+    found = score_order(
+        caller=_caller(big),
+        spec=spec,
+        scope=scope_predicate(_caller(big), spec),
+        queries=[SearchQuery(QUERY, get_embedder().embed([QUERY])[0])],
+        limit=10,
+        columns=HIT_COLUMNS,
+        ranking=ranking_for(spec),
+    )
+    assert len(found.rows) == 10
 
 
 def test_a_small_tenants_search_walks_no_graph(tenants):
@@ -196,16 +224,17 @@ def test_a_store_of_one_account_keeps_its_graphs(api, settings):
 @pytest.mark.parametrize(
     "sizes, present, create, drop",
     [
-        # a tenant past the size gets its graph; the majority account and the small ones none
-        ({1: 500, 2: 150, 3: 20}, set(), [2], []),
+        # a tenant past the size gets its graph and GIN; the majority account and the small ones none
+        ({1: 500, 2: 150, 3: 20}, set(), list(OWN), []),
+        ({1: 500, 2: 150, 3: 20}, {"context_hnsw_t2"}, ["context_gin_t2"], []),
         ({1: 150}, set(), [], []),
         # past PARTITIONED_SEARCH_FROM (here 300) still one graph; partition graphs of the earlier layout go after it
-        ({1: 700, 2: 300, 3: 20}, set(), [2], []),
-        ({1: 700, 2: 300, 3: 20}, set(LEGACY), [2], []),
-        ({1: 700, 2: 300, 3: 20}, {"context_hnsw_t2", *LEGACY}, [], sorted(LEGACY)),
+        ({1: 700, 2: 300, 3: 20}, set(), list(OWN), []),
+        ({1: 700, 2: 300, 3: 20}, set(LEGACY), list(OWN), []),
+        ({1: 700, 2: 300, 3: 20}, {*OWN, *LEGACY}, [], sorted(LEGACY)),
         # under the size but over half of it: kept (no rebuild on the line); under half, or gone: dropped
-        ({1: 500, 2: 80}, {"context_hnsw_t2"}, [], []),
-        ({1: 500, 2: 40}, {"context_hnsw_t2", "context_hnsw_t9"}, [], ["context_hnsw_t2", "context_hnsw_t9"]),
+        ({1: 500, 2: 80}, set(OWN), [], []),
+        ({1: 500, 2: 40}, {*OWN, "context_hnsw_t9"}, [], sorted({*OWN, "context_hnsw_t9"})),
     ],
 )
 def test_the_tenant_graph_plan(settings, sizes, present, create, drop):
@@ -215,17 +244,18 @@ def test_the_tenant_graph_plan(settings, sizes, present, create, drop):
 
 
 def test_an_earlier_layouts_partition_graphs_alone_are_not_the_accounts_graph():
-    assert tenant_graphs.graph_accounts({*LEGACY, "context_hnsw_t3"}) == {3}
+    assert tenant_graphs.graph_accounts({*LEGACY, "context_gin_t2", "context_hnsw_t3"}) == {3}
 
 
 def test_the_command_builds_a_tenants_graph_concurrently_and_drops_it_once_unwanted(tenants, settings):
     out = io.StringIO()
     call_command("tenant_graphs", stdout=out)
-    assert "built 1 tenant graphs, dropped 0" in out.getvalue()
+    assert "built 2 tenant indexes, dropped 0" in out.getvalue()
+    big = tenants["big-a"].id
     with connection.cursor() as cursor:
-        assert tenant_graphs.present_graphs(cursor) == {tenant_graphs.graph_name(tenants["big-a"].id)}
+        assert tenant_graphs.present_indexes(cursor) == {tenant_graphs.graph_name(big), tenant_graphs.gin_name(big)}
     settings.TENANT_GRAPHS_FROM = 1000  # big-a (200) is now under half the size: its graph goes
     call_command("tenant_graphs", stdout=out)
-    assert "built 0 tenant graphs, dropped 1" in out.getvalue()
+    assert "built 0 tenant indexes, dropped 2" in out.getvalue()
     with connection.cursor() as cursor:
-        assert tenant_graphs.present_graphs(cursor) == set()
+        assert tenant_graphs.present_indexes(cursor) == set()
