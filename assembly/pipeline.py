@@ -16,7 +16,7 @@ from assembly.executor import fetch_bodies
 from assembly.expansion import SessionContext, embed_queries, plan_queries
 from assembly.merge import merge_sections, parent_uri
 from assembly.params import BootstrapParams, ContextParams
-from assembly.planner import DEPTH_RANKS, MIN_HEAD_TOKENS, Caps, Plan, plan_tiers
+from assembly.planner import DEPTH_RANKS, MIN_HEAD_TOKENS, Caps, Plan, plan_tiers, weak_evidence_budget
 from assembly.render import render_block, render_blocks
 from assembly.rewrite import Digest, rewrite_digest
 from core.api import Timings
@@ -283,10 +283,11 @@ def assemble_context(*, caller: Caller, params: ContextParams, settings_row) -> 
         filtered = drop_served(found.items, exclude=exclude, cooled=cooled)
     counter = counter_for(params.tokenizer)
     caps = _caps(params, settings_row, counter)
-    if found.strong is False:  # below /recall's relevance floor: the one or two candidates kept, in a short share
-        caps = replace(caps, max_tokens=int(caps.max_tokens * WEAK_EVIDENCE_SHARE), events_budget=None)
     with timings.stage("plan"):
         kept = with_exact_costs(filtered.kept, counter, settings_row.tokenizer_family)
+        if found.strong is False:  # below /recall's relevance floor: the one or two candidates kept, in a short share
+            weak = weak_evidence_budget(kept, caps, WEAK_EVIDENCE_SHARE)
+            caps = replace(caps, max_tokens=weak, events_budget=None)
         plan = plan_tiers(kept, caps)
     with timings.stage("fetch"):
         first = _rendering(caller, plan, caps, counter)

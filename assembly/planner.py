@@ -139,6 +139,19 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
     return 0
 
 
+def weak_evidence_budget(candidates: list[Candidate], caps: Caps, share: float) -> int:
+    """The budget of a block whose candidates all fall below /recall's relevance floor: `share` of `caps.max_tokens`,
+    yet never less than the first candidate's element at abstract where that fits the whole budget, so the best hit
+    is exposed at least at abstract (RFC §3.4), not reduced to a bare pointer by a small share."""
+    budget = int(caps.max_tokens * share)
+    if not candidates:
+        return budget
+    first = candidates[0]
+    tier = _pinned(first, caps) or "abstract"
+    cost = block_cost(first, tier, _body_tokens(first, tier, caps.family), caps.family)
+    return max(budget, cost) if cost <= caps.max_tokens else budget
+
+
 def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
     """RFC §3.4: round 0 everyone at abstract (or pinned tier), in the given order (a search's rank, best first,
     or a bootstrap slot's own order) — what does not fit becomes a `uri` line, then is dropped; round 1

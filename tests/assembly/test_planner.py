@@ -5,7 +5,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembly.planner import Candidate, Caps, block_cost, plan_tiers
+from assembly.planner import Candidate, Caps, block_cost, plan_tiers, weak_evidence_budget
 from assembly.render import render_block, render_blocks
 from retrieval.tokens import estimate_tokens
 
@@ -43,6 +43,21 @@ def test_round_zero_gives_every_candidate_an_abstract_before_anyone_goes_deeper(
     abstract_cost = block_cost(candidates[0], "abstract", estimate_tokens(candidates[0].abstract), "o200k")
     plan = plan_tiers(candidates, Caps(max_tokens=abstract_cost * 5 + 5))
     assert set(tiers(plan).values()) == {"abstract"} and len(plan.entries) == 5
+
+
+def test_a_weak_block_keeps_its_share_or_room_for_the_best_hits_abstract_whichever_is_more():
+    best = memory("best", 0.6, abstract="the weekly report has three parts: progress, risks and next week's plan")
+    abstract_cost = block_cost(best, "abstract", estimate_tokens(best.abstract), "o200k")
+    roomy = Caps(max_tokens=abstract_cost * 8)
+    assert weak_evidence_budget([best], roomy, 0.25) == abstract_cost * 2
+    small = Caps(max_tokens=abstract_cost * 2)
+    budget = weak_evidence_budget([best, memory("other", 0.5)], small, 0.25)
+    assert budget == abstract_cost
+    assert tiers(plan_tiers([best], replace(small, max_tokens=budget))) == {"best.md": "abstract"}
+    assert tiers(plan_tiers([best], replace(small, max_tokens=int(small.max_tokens * 0.25)))) != {"best.md": "abstract"}
+    # An abstract larger than the whole budget cannot be promised: the share stands.
+    assert weak_evidence_budget([best], Caps(max_tokens=abstract_cost - 1), 0.25) == int((abstract_cost - 1) * 0.25)
+    assert weak_evidence_budget([], small, 0.25) == int(small.max_tokens * 0.25)
 
 
 def test_leftover_budget_upgrades_files_to_full_in_score_order():

@@ -302,6 +302,15 @@ def test_below_the_relevance_floor_recall_serves_only_its_best_candidates(names)
     assert stats["threshold"]["strong"] is True and stats["returned"] == 4, stats
 
 
+def test_below_the_relevance_floor_a_small_budget_still_shows_the_best_hit_at_abstract(names):
+    # A quarter of 100 tokens holds no abstract: the best hit was served as a bare pointer (issue 37, RFC §3.4).
+    RetrievalSettings.objects.update_or_create(pk=1, defaults={"recall_relevance_floor": 0.99})
+    status, answer = names.post(RECALL, {"query": "Caroline and Melanie", "max_tokens": 100})
+    stats, entries = answer["result"]["stats"], answer["result"]["entries"]
+    assert status == 200 and stats["threshold"]["strong"] is False, stats
+    assert entries[0]["detail"] in ("abstract", "full") and stats["used_tokens"] <= 100, answer["result"]
+
+
 def test_the_floor_of_another_embedder_is_not_applied(names):
     RetrievalSettings.objects.update_or_create(pk=1, defaults={"relevance_floor_model": "another-model"})
     RetrievalSettings.objects.filter(pk=1).update(recall_relevance_floor=0.99)
