@@ -104,11 +104,13 @@ class _Budget:
         self.used = 0
         self.events_used = 0
 
-    def fits(self, candidate: Candidate, extra: int) -> bool:
+    def fits(self, candidate: Candidate, extra: int, shared: bool = True) -> bool:
+        """Whether `extra` fits the budget and, unless `shared` is off, the events share."""
         if self.used + extra > self.caps.max_tokens:
             return False
         return not (
-            candidate.category == "events"
+            shared
+            and candidate.category == "events"
             and self.events_budget is not None
             and self.events_used + extra > self.events_budget
         )
@@ -204,10 +206,10 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         if not take(candidate, *first_tier(candidate)) and not take(candidate, "uri", 0):
             dropped.append(candidate)
 
-    def upgrade(candidate: Candidate, tier: str, body: int) -> None:
+    def upgrade(candidate: Candidate, tier: str, body: int, shared: bool = True) -> None:
         current = chosen[candidate.uri]
         cost = cost_of(candidate, tier, body)
-        if budget.fits(candidate, cost - current.cost):
+        if budget.fits(candidate, cost - current.cost, shared):
             budget.spend(candidate, cost - current.cost)
             chosen[candidate.uri] = PlannedEntry(candidate, tier, body, cost)
 
@@ -232,26 +234,26 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         """Depth for a best hit whose full text says clearly more than its abstract (a dated event's Details below
         its Summary): the head that fits the share, the room for it taken from the lowest-ranked entries below the
         best hits (given back as abstracts or pointers where the head leaves room). Breadth alone served a
-        first-ranked incident at its abstract while far-down hits filled the block (issue 37)."""
+        first-ranked incident at its abstract while far-down hits filled the block (issue 37). The events share
+        does not bound it: it keeps room for other kinds' breadth, which a best hit's depth outranks (a coding
+        purpose's 40 % held a first-ranked incident's Details out of /recall's blocks)."""
         wanted = min(candidate.content_tokens, caps.per_entry_cap, share - cost_of(candidate, "full", 0))
         enough = _body_tokens(candidate, "abstract", family) + MIN_HEAD_TOKENS
         if wanted < enough:
             return
         tail = [c for c in candidates[caps.depth_ranks :] if c.uri in chosen]
         evicted: list[PlannedEntry] = []
-        while tail and full_room(candidate) < wanted:
+        while tail and total_room(candidate) < wanted:
             victim = tail.pop()
-            if total_room(candidate) >= wanted and victim.category != "events":
-                continue  # only the events share binds this event's head: only an event frees room in it
             evicted.append(chosen.pop(victim.uri))
             budget.spend(victim, -evicted[-1].cost)
-        body = min(wanted, full_room(candidate))
+        body = min(wanted, total_room(candidate))
         if body < enough:
             for planned in evicted:  # not worth it: the block as it was
                 budget.spend(planned.candidate, planned.cost)
                 chosen[planned.candidate.uri] = planned
             return
-        upgrade(candidate, "full", body)
+        upgrade(candidate, "full", body, shared=False)
         for planned in reversed(evicted):  # evicted from the bottom: given back best first
             if not take(planned.candidate, *first_tier(planned.candidate)) and not take(planned.candidate, "uri", 0):
                 dropped.append(planned.candidate)

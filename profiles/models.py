@@ -54,7 +54,8 @@ class PurposeProfile(models.Model):
     events_budget_ratio = models.FloatField(
         default=1.0,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="Largest share of max_tokens that events may take, 0–1 "
+        help_text="Largest share of max_tokens that events may take while other kinds want room, 0–1; "
+        "the heads of the three best hits are not bounded by it "
         "(default 1: no bound; the built-in chat purpose ships 0.75, coding 0.40).",
     )
     detail = models.CharField(

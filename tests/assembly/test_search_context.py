@@ -229,6 +229,27 @@ def test_recall_defaults_differ_only_in_purpose_threshold_and_dedup(corpus):
     assert stats["purpose"] == "coding" and "deprecated" not in stats
 
 
+def test_recall_reads_a_first_ranked_incident_past_its_summary_though_the_events_share_binds(corpus):
+    """/recall's purpose (coding) keeps 40 % for events while other kinds want room; a first-ranked incident's
+    Details still go in, its room taken from the lowest-ranked entries (issue 37)."""
+    corpus.write_all(
+        {
+            f"viking://resources/office/note-{n}.md": (
+                f"Office note {n}: the production team printer on floor {n} needs toner."
+            )
+            for n in range(12)
+        }
+    )
+    status, answer = corpus.post(RECALL, {"query": "how did the production deploy go?", "max_tokens": 400})
+    assert status == 200, answer
+    result = answer["result"]
+    top = result["entries"][0]
+    assert result["stats"]["purpose"] == "coding" and len(result["entries"]) >= 2, result["stats"]
+    assert top["uri"].endswith("/deploy.md") and top["detail"] == "full" and "# Details" in top["text"], top
+    element = re.search(r'<memory uri="[^"]*/deploy\.md".*?</memory>', result["rendered"], re.S).group(0)
+    assert counter_for("o200k").count(element) > 0.4 * 400  # past the events share the purpose keeps
+
+
 def test_recall_v1_aliases_are_translated_and_flagged(corpus):
     status, body = corpus.post(
         RECALL,
