@@ -14,8 +14,9 @@ leave them.
    bench.scale does) into the table with one binary COPY, each row in its account.
 2. Builds the model's indexes (every HNSW graph, the whole table's too unless `--no-whole-graph`), then the tenant
    indexes (retrieval.tenant_graphs: an account of OVSITE_TENANT_GRAPHS_FROM nodes or more under half the table gets
-   an HNSW graph, one whatever its size, and a GIN of its lexemes of its own), each timed, then VACUUM ANALYZE. The
-   build's figures are kept in bench/.data/scale_hosted-DATABASE.json for a later `--reuse`.
+   HNSW graphs of its own, from OVSITE_PARTITIONED_SEARCH_FROM one per search partition, and a GIN of its lexemes),
+   each timed, then VACUUM ANALYZE. The build's figures are kept in bench/.data/scale_hosted-DATABASE.json for a
+   later `--reuse`, which first builds the tenant indexes the layout wants and drops those it does not.
 3. Samples accounts per size class (CLASSES): every account of 10k nodes or more, `--sample-medium` of 1k–10k and
    `--sample-small` of those under 1k, at random. Each gets an API key of its own; gunicorn serves with a root key
    set (no dev mode), and each of the 52 EN/ZH bench queries is sent to each sampled account as /find (limit 10)
@@ -286,8 +287,9 @@ def render(built: dict | None, lat: dict, command: str, args) -> str:
         f"Server: `gunicorn {lat['server_command']}` with a root key set (not dev mode), database "
         f"`{harness.database()}`; each request carries its tenant's own API key. Layout (docs/retrieval.md, "
         '"Tenants"): an account under half the table with fewer than `OVSITE_TENANT_GRAPHS_FROM` nodes (2,000) '
-        "is searched exactly through its account's B-tree; from there on it walks one HNSW graph of its own, "
-        "whatever its size, and reads its matches from a GIN of its own, both built by `manage.py tenant_graphs`.",
+        "is searched exactly through its account's B-tree; from there on it walks HNSW graphs of its own (one, or "
+        "one per search partition from 50,000 nodes) and reads its matches from a GIN of its own, built by "
+        "`manage.py tenant_graphs`.",
         "",
     ]
     if built:

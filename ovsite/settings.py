@@ -103,11 +103,11 @@ TEMPLATES = [
 # corpus (m 24, ef_construction 200) 40 finds 0.985 of each bucket's exact top k against 0.999 at 100 for 1.4 ms
 # less SQL (bench/RESULTS.md, bucket_scans).
 HNSW_EF_SEARCH = env.int("OVSITE_HNSW_EF_SEARCH", default=40)
-# The searches in score order (/find, list mode, context without quotas), per statement. Below
-# PARTITIONED_SEARCH_FROM nodes they walk the whole-table graph, at or above it one graph per search partition
-# (retrieval.search.query.score_order_scans; a tenant walks its own graph, TENANT_GRAPHS_FROM): at 10k one scan of
-# the whole graph at ef_search 400 found the exact top 10 in 2.8 ms of SQL, the partitions' scans at 200 took 7.4;
-# at 100k the whole graph found 0.92 at 400 and the partitions 0.97 at 40, at 1M 0.74 against 0.95 at 100
+# The searches in score order (/find, list mode, context without quotas), per statement. Below PARTITIONED_SEARCH_FROM
+# nodes they walk the whole-table graph, at or above it one graph per search partition
+# (retrieval.search.query.score_order_scans; a tenant with graphs of its own by its size, TENANT_GRAPHS_FROM): at 10k
+# one scan of the whole graph at ef_search 400 found the exact top 10 in 2.8 ms of SQL, the partitions' scans at 200
+# took 7.4; at 100k the whole graph found 0.92 at 400 and the partitions 0.97 at 40, at 1M 0.74 against 0.95 at 100
 # (bench/RESULTS.md, scale, find_latency).
 HNSW_WIDE_EF_SEARCH = env.int("OVSITE_HNSW_WIDE_EF_SEARCH", default=200)
 # The same searches in hybrid mode, the default: the lexical side brings back what a narrower walk misses, so the
@@ -126,12 +126,12 @@ for _name, _value in (
 HNSW_MAX_SCAN_TUPLES = env.int("OVSITE_HNSW_MAX_SCAN_TUPLES", default=20000)
 # A tenant (an account holding less than half the table) below this many nodes is searched exactly, through its
 # account's B-tree: a walk of graphs shared with larger accounts, filtered to it, stops at max_scan_tuples and can
-# come back short. From it on it gets an HNSW graph of its own and a GIN of its lexemes (`manage.py tenant_graphs`,
-# hourly on the beat), and walks the graph in one scan whatever its size: PARTITIONED_SEARCH_FROM is a store's, not a
-# tenant's (docs/retrieval.md, "Tenants": the 53k tenant of 400k hosted nodes, vector /find 18.7 ms on its one graph,
-# 78.2 on five). At 100k hosted nodes sorting a tenant's rows took ~6 µs a row on a loaded machine (2.7k rows: 18-22
-# ms of SQL, 13.4k: 81-85) and a walk of its own graph at ef_search 200 8.5-18 ms whatever its size: even at about
-# 2,000.
+# come back short. From it on it gets HNSW graphs of its own and a GIN of its lexemes (`manage.py tenant_graphs`,
+# hourly on the beat): one graph, or from PARTITIONED_SEARCH_FROM nodes one per search partition, as a store of one
+# account (docs/retrieval.md, "Tenants": at a million hosted nodes one graph of the 134k tenant found 0.90 of its
+# exact top 10 at ef_search 200 and no more than 0.95 at 600-800). At 100k hosted nodes sorting a tenant's rows took
+# ~6 µs a row on a loaded machine (2.7k rows: 18-22 ms of SQL, 13.4k: 81-85) and a walk of its own graph at ef_search
+# 200 8.5-18 ms whatever its size: even at about 2,000.
 TENANT_GRAPHS_FROM = env.int("OVSITE_TENANT_GRAPHS_FROM", default=2000)
 # A hybrid search ranks by BM25 only the nodes holding a query term that at most this many of the account's nodes
 # hold (by the lexemes' statistics); broader terms still count in every candidate's coverage. 2,000 is what the 20 %

@@ -1,6 +1,6 @@
 """The indexes of a tenant's own (docs/retrieval.md, "Tenants"), built for an account that holds
-OVSITE_TENANT_GRAPHS_FROM nodes or more but less than half the table: an HNSW graph and a GIN index of its lexemes,
-partial indexes `WHERE account_id = N`. The model's graph and GIN span every account. Walked for one small share of
+OVSITE_TENANT_GRAPHS_FROM nodes or more but less than half the table: HNSW graphs and a GIN index of its lexemes,
+partial indexes `WHERE account_id = N`. The model's graphs and GIN span every account. Walked for one small share of
 them, a filtered HNSW scan visits about k / share nodes and stops at `hnsw.max_scan_tuples`; the GIN lists every
 account's holders of a term, which the account's B-tree bitmap (a TID per row of the account) then cuts down: at
 400,000 hosted nodes 12.7 ms of a 26.7k tenant's 19.5 ms hybrid statement, 11 of them that bitmap, against 1.0 ms
@@ -9,11 +9,10 @@ read only its rows: the planner picks the partial indexes the statement's `accou
 code chooses them. Below the size, searches are exact (retrieval.search.query.exact_search) and its matches are
 tested on its own rows.
 
-A tenant walks one graph whatever its size, where a store of one account walks one per search partition from
-OVSITE_PARTITIONED_SEARCH_FROM nodes: a tenant holds under half the table, and at 400,000 hosted nodes the 53k
-tenant's vector /find took 18.7 ms (recall@10 0.963) on one graph against 78.2 ms (1.000) on five
-(bench/RESULTS.md, "scale, hosted"). Graphs of the earlier layout (`context_hnsw_t<id>_<partition>`) are dropped
-once the account's one graph exists."""
+A tenant's graph is one for the account, or from OVSITE_PARTITIONED_SEARCH_FROM nodes one per search partition, as
+a store of one account walks the model's: at a million hosted nodes one graph of the 67k and 134k tenants found
+0.91 and 0.90 of their exact top 10 at ef_search 200 and no more than 0.95 at 600 or 800, their partition graphs
+0.96-1.00 at 100 (bench/RESULTS.md, "scale, hosted")."""
 
 import re
 from dataclasses import dataclass
@@ -24,14 +23,14 @@ from django.db import connection
 from django.db.models import Q
 from pgvector.django import HnswIndex
 
-from retrieval.models import HNSW_EF_CONSTRUCTION, HNSW_M, Context
+from retrieval.models import HNSW_EF_CONSTRUCTION, HNSW_M, SEARCH_PARTITIONS, Context
 
 PREFIX, GIN_PREFIX = "context_hnsw_t", "context_gin_t"
 NAME = re.compile(rf"^(?:{PREFIX}|{GIN_PREFIX})(\d+)(?:_(\w+))?$")
 
 
-def graph_name(account_id: int) -> str:
-    return f"{PREFIX}{int(account_id)}"
+def graph_name(account_id: int, partition: str | None = None) -> str:
+    return f"{PREFIX}{int(account_id)}" + (f"_{partition}" if partition else "")
 
 
 def gin_name(account_id: int) -> str:
@@ -39,32 +38,38 @@ def gin_name(account_id: int) -> str:
 
 
 def account_of(index_name: str) -> int | None:
-    """The account of a tenant index's name, the earlier layout's per-partition graphs too."""
     match = NAME.match(index_name)
     return int(match.group(1)) if match else None
 
 
 def graph_accounts(names: set[str]) -> frozenset[int]:
-    """The accounts whose one graph is among `names` (an earlier layout's partition graphs alone do not count)."""
-    return frozenset(account for account in map(account_of, names) if graph_name(account) in names)
+    """The accounts with graphs of their own among `names` (a GIN alone does not count)."""
+    return frozenset(account_of(name) for name in names if name.startswith(PREFIX) and NAME.match(name))
+
+
+def wanted_indexes(account_id: int, size: int) -> tuple[str, ...]:
+    """The indexes a tenant of `size` nodes has: its graph, or from OVSITE_PARTITIONED_SEARCH_FROM nodes one per
+    search partition (retrieval.search.query.score_order_scans), then its GIN."""
+    partitions = list(SEARCH_PARTITIONS) if size >= settings.PARTITIONED_SEARCH_FROM else [None]
+    return (*(graph_name(account_id, partition) for partition in partitions), gin_name(account_id))
 
 
 def index_sql(name: str, concurrently: bool = True) -> str:
-    """`CREATE INDEX` of a tenant index by its name (`graph_name`: the model's HNSW parameters; `gin_name`: the
-    model's GIN of lexemes), over the account's rows."""
-    account_id = account_of(name)
+    """`CREATE INDEX` of a tenant index by its name (`graph_name`: the model's HNSW parameters, over the account's
+    rows of one partition or all; `gin_name`: the model's GIN of lexemes, over the account's rows)."""
+    account_id, partition = int(NAME.match(name).group(1)), NAME.match(name).group(2)
     condition = Q(account_id=account_id)
-    if name == graph_name(account_id):
+    if name == gin_name(account_id):
+        index = GinIndex(name=name, fields=["lexemes"], condition=condition)
+    elif name == graph_name(account_id, partition):
         index = HnswIndex(
             name=name,
             fields=["embedding"],
             m=HNSW_M,
             ef_construction=HNSW_EF_CONSTRUCTION,
             opclasses=["vector_cosine_ops"],
-            condition=condition,
+            condition=condition & SEARCH_PARTITIONS[partition] if partition else condition,
         )
-    elif name == gin_name(account_id):
-        index = GinIndex(name=name, fields=["lexemes"], condition=condition)
     else:
         raise ValueError(f"not a tenant index: {name}")
     with connection.schema_editor(collect_sql=True) as editor:
@@ -81,17 +86,18 @@ class Plan:
 def plan(sizes: dict[int, int], present: set[str]) -> Plan:
     """What to build and drop, given each account's searchable nodes and the tenant indexes present. A tenant is an
     account under half the table; its indexes are dropped only below half the size that built them, so an account
-    on the line is not rebuilt each hour, and an earlier layout's partition graphs go once the account's one graph
-    exists (until then its searches walk them). Pure."""
+    on the line is not rebuilt each hour, and when its layout changes (past OVSITE_PARTITIONED_SEARCH_FROM) the old
+    graphs go once the new ones exist. Pure."""
     total = sum(sizes.values())
     threshold = settings.TENANT_GRAPHS_FROM
     create, keep = [], set()
     for account_id, size in sizes.items():
         if size >= threshold and 2 * size < total:
-            wanted = (graph_name(account_id), gin_name(account_id))
+            wanted = wanted_indexes(account_id, size)
             create += [name for name in wanted if name not in present]
-            keep |= present.intersection(wanted)
-            if graph_name(account_id) not in present:
+            if present.issuperset(wanted[:-1]):
+                keep |= present.intersection(wanted)  # its graphs complete: the other layout's can go
+            else:
                 keep |= {name for name in present if account_of(name) == account_id}
         elif size >= threshold // 2:
             keep |= {name for name in present if account_of(name) == account_id}

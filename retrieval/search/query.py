@@ -206,11 +206,13 @@ def score_order_scans(caller: Caller, spec: FindQuery) -> tuple[str, ...]:
     """What a search in score order walks: the search partitions it can reach, or () for one scan of the scope.
     Below OVSITE_PARTITIONED_SEARCH_FROM nodes one graph finds the exact top k in one scan; in a large store it
     misses most of it, and one graph per partition is what finds it (README, "HNSW: recall against speed"). The
-    size that decides is the table's; a tenant searched exactly, or one with its graph of its own
-    (retrieval.tenant_graphs), needs one scan: a tenant holds under half the table, and its one graph is what it
-    walks whatever its size."""
+    size that decides is the table's, or a tenant's with graphs of its own (retrieval.tenant_graphs), which are
+    what it walks; a tenant searched exactly needs one scan (`exact_search`)."""
     account = caller.account_id
-    if exact_search(account) or account in tenant_graph_accounts() or _store_size() < settings.PARTITIONED_SEARCH_FROM:
+    if exact_search(account):
+        return ()
+    size = account_size(account) if account in tenant_graph_accounts() else _store_size()
+    if size < settings.PARTITIONED_SEARCH_FROM:
         return ()
     return search_partitions(caller, spec)
 
@@ -231,7 +233,7 @@ _tenant_graphs_read: list = [float("-inf"), frozenset()]  # (when, accounts): re
 
 
 def tenant_graph_accounts() -> frozenset[int]:
-    """The accounts with an HNSW graph of their own (retrieval.tenant_graphs), by the indexes' names: read at most
+    """The accounts with HNSW graphs of their own (retrieval.tenant_graphs), by the indexes' names: read at most
     once a minute per process."""
     now = time.monotonic()
     if now - _tenant_graphs_read[0] > 60:
