@@ -1,7 +1,7 @@
 """Tenants in a shared table (docs/retrieval.md, "Tenants"): an account holding a small share of the table is
 searched exactly, through its B-tree, so a walk of graphs filtered to it cannot stop early and come back short; an
-account past OVSITE_TENANT_GRAPHS_FROM nodes gets one HNSW graph of its own (retrieval.tenant_graphs), which its
-searches walk whatever its size; a store of one account keeps the model's graphs."""
+account past OVSITE_TENANT_GRAPHS_FROM nodes gets HNSW graphs and a GIN of its own (retrieval.tenant_graphs), which
+its searches read; a store of one account keeps the model's graphs."""
 
 import io
 
