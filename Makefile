@@ -56,6 +56,7 @@ migrate: pg-start
 # server stops, for the next `make run`: `make pg-stop` stops it.
 run: migrate
 	$(PY) manage.py recount_tokens --if-stale
+	$(PY) manage.py resume_tasks
 	$(PY) manage.py console_login --admin-url http://$(HOST):$(PORT)/admin/
 	$(PY) -m uvicorn ovsite.asgi:application --host $(HOST) --port $(PORT) --no-proxy-headers
 

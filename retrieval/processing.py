@@ -223,3 +223,20 @@ def run_processing(*, task_id: str) -> str:
         status="failed" if errors else "done", error="\n".join(errors), finished_at=timezone.now()
     )
     return "failed" if errors else "done"
+
+
+def resume_unfinished() -> dict[str, int]:
+    """Runs again every processing task a stopped eager server left pending or running, oldest first; how each ended.
+    Without a broker a task runs in the request that queued it, so a server stopped mid-task (Ctrl-C during an
+    import) leaves its nodes pending with nothing to finish them; a broker hands such a task to another worker
+    (`acks_late`) instead. A task's done files are not processed twice (`process_files` takes pending and failed)."""
+    ids = (
+        ProcessingTask.objects.filter(status__in=("pending", "running"))
+        .order_by("created_at")
+        .values_list("id", flat=True)
+    )
+    ended: dict[str, int] = {}
+    for task_id in list(ids):
+        outcome = run_processing(task_id=str(task_id))
+        ended[outcome] = ended.get(outcome, 0) + 1
+    return ended
