@@ -8,7 +8,7 @@ from core.auth import Caller
 from retrieval.models import BUCKET_CONDITIONS
 from retrieval.search.fusion import Ranking
 from retrieval.search.query import FindQuery, Predicate, peer_predicate
-from retrieval.search.ranking import by_bucket, newer_first, score_order
+from retrieval.search.ranking import asks_for_now, by_bucket, newer_first, score_order
 from retrieval.search.statements import SearchQuery
 
 COLUMNS = (
@@ -58,7 +58,7 @@ def _written_on(row: dict) -> str | None:
     return row["updated_at"].date().isoformat()
 
 
-def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int) -> list[Candidate]:
+def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int, now: bool = False) -> list[Candidate]:
     """Rows in their fused order, another peer's down-weighted in score and place, a newer statement of one
     subject before an older (retrieval.search.ranking.newer_first)."""
     # The weighted value is the rank's key, and what newer_first compares.
@@ -80,7 +80,7 @@ def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int) -> list[Ca
             relevance=round(row["fused"], 6),
             date=_written_on(row),
         )
-        for row in newer_first(weighted, account_id)
+        for row in newer_first(weighted, account_id, now)
     ]
 
 
@@ -105,7 +105,7 @@ def score_candidates(
         columns=COLUMNS,
         ranking=ranking,
     )
-    items = _candidates(found.rows, peers, caller.account_id)
+    items = _candidates(found.rows, peers, caller.account_id, any(asks_for_now(q.text) for q in queries))
     return Candidates(
         items=items, searched={"all": len(items)}, below_threshold=found.below_threshold, strong=found.strong
     )
@@ -141,7 +141,7 @@ def quota_candidates(
     for row in found.rows:
         searched[row["bucket"]] += 1
     return Candidates(
-        items=_candidates(found.rows, peers, caller.account_id),
+        items=_candidates(found.rows, peers, caller.account_id, any(asks_for_now(q.text) for q in queries)),
         searched=searched,
         below_threshold=found.below_threshold,
         strong=found.strong,

@@ -2,6 +2,7 @@
 context without a purpose) and per bucket (purposes and quotas)."""
 
 import itertools
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -169,7 +170,18 @@ def _when(row: dict):
     return row["event_time"] or row["updated_at"]
 
 
-def newer_first(rows: list[dict], account_id: int) -> list[dict]:
+# A question about the present state ("which editor do I use now?", "现在住在哪？") wants the newest statement of a
+# subject whatever it ranks among the first NEWER_FIRST_DEPTH.
+_ASKS_FOR_NOW = re.compile(
+    r"\b(?:now|currently|nowadays|these days|at the moment)\b|现在|目前|如今|当前", re.IGNORECASE
+)
+
+
+def asks_for_now(text: str) -> bool:
+    return bool(_ASKS_FOR_NOW.search(text))
+
+
+def newer_first(rows: list[dict], account_id: int, now: bool = False) -> list[dict]:
     """`rows` (best first) with each memory among the first NEWER_FIRST_DEPTH moved up to just before the
     best-ranked older memory of its subject at most NEWER_FIRST_REACH ranks above it: where a fact changed, the
     newer statement comes first and the older follows. Of one subject: vectors at least SAME_SUBJECT_COSINE near
@@ -180,28 +192,30 @@ def newer_first(rows: list[dict], account_id: int) -> list[dict]:
     paired = {
         row["uri"]
         for a, b in itertools.combinations(memories, 2)
-        if _when(a) != _when(b) and abs(a["fused"] - b["fused"]) <= NEWER_FIRST_GAP
+        if _when(a) != _when(b) and (now or abs(a["fused"] - b["fused"]) <= NEWER_FIRST_GAP)
         for row in (a, b)
     }
     if not paired:
         return rows
-    return (
-        newer_first_order(head, same_subject_pairs(account_id, sorted(paired), SAME_SUBJECT_COSINE))
-        + rows[NEWER_FIRST_DEPTH:]
-    )
+    pairs = same_subject_pairs(account_id, sorted(paired), SAME_SUBJECT_COSINE)
+    if now:
+        return newer_first_order(head, pairs, reach=NEWER_FIRST_DEPTH, gap=float("inf")) + rows[NEWER_FIRST_DEPTH:]
+    return newer_first_order(head, pairs) + rows[NEWER_FIRST_DEPTH:]
 
 
-def newer_first_order(head: list[dict], pairs: set[frozenset[str]]) -> list[dict]:
+def newer_first_order(
+    head: list[dict], pairs: set[frozenset[str]], reach: int = NEWER_FIRST_REACH, gap: float = NEWER_FIRST_GAP
+) -> list[dict]:
     """`newer_first`'s moves, given the pairs of URIs of one subject. Pure."""
     order = list(head)
     for row in head:
         place = order.index(row)
         older = [
             at
-            for at in range(max(0, place - NEWER_FIRST_REACH), place)
+            for at in range(max(0, place - reach), place)
             if frozenset((order[at]["uri"], row["uri"])) in pairs
             and _when(order[at]) < _when(row)
-            and order[at]["fused"] - row["fused"] <= NEWER_FIRST_GAP
+            and order[at]["fused"] - row["fused"] <= gap
         ]
         if older:
             order.insert(older[0], order.pop(place))

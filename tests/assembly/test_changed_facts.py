@@ -4,7 +4,7 @@ subject, the newer comes first in a block, and the block says each memory's day.
 import datetime as dt
 
 from retrieval.models import Context
-from retrieval.search.ranking import newer_first_order
+from retrieval.search.ranking import asks_for_now, newer_first_order
 
 SEARCH = "/api/v1/search/search"
 QUESTION = "Which editor do I use for coding?"
@@ -49,6 +49,45 @@ def test_only_a_same_subject_pair_close_in_relevance_and_rank_is_reordered():
     assert newer_first_order([old, other, older], same) == [old, other, older]
     between = [memory_row(f"x{n}", 0.79, 5) for n in range(3)]  # more than 3 ranks apart
     assert newer_first_order([old, *between, new], same) == [old, *between, new]
+
+
+def test_a_question_about_now_puts_the_newer_statement_first_however_far_it_ranks():
+    """Asked about the present, the newest statement of a subject comes first among the first ten, past the fused
+    gap and the reach an ordinary question keeps (the gate's Chinese conversations: current first 0.720 / 0.760 →
+    0.840 / 0.880 at 400 / 1600)."""
+    old, new = memory_row("old", 0.80, 1), memory_row("new", 0.62, 9)
+    between = [memory_row(f"x{n}", 0.75 - n / 100, 5) for n in range(5)]
+    same = {frozenset(("old", "new"))}
+    assert newer_first_order([old, *between, new], same) == [old, *between, new]
+    moved = newer_first_order([old, *between, new], same, reach=10, gap=float("inf"))
+    assert [r["uri"] for r in moved] == ["new", "old", *(r["uri"] for r in between)]
+    assert newer_first_order([old, *between, new], set(), reach=10, gap=float("inf")) == [old, *between, new]
+    for question in (
+        "Which editor do I use now?",
+        "Where does she currently live?",
+        "佳宁现在住在哪个城市？",
+        "目前的版本是多少？",
+    ):
+        assert asks_for_now(question), question
+    for question in ("Which editor did I use in 2024?", "When did she know about it?", "现场的人是谁？"):
+        assert not asks_for_now(question), question
+
+
+def test_asked_about_now_the_block_puts_the_newer_statement_first(api):
+    api.write_all(
+        {
+            "viking://~/memories/events/2026/01/10/editor.md": "The editor I use for coding is VS Code, for years.",
+            "viking://~/memories/events/2026/03/01/lunch.md": "Lunch with Dana at the ramen place.",
+            "viking://~/memories/events/2026/06/02/editor-switch.md": "I moved to Neovim as my editor for coding.",
+        }
+    )
+    body = {"mode": "context", "max_tokens": 400}
+    status, plain = api.post(SEARCH, {"query": "Which editor do I use for coding?", **body})
+    status_now, now = api.post(SEARCH, {"query": "Which editor do I use for coding now?", **body})
+    assert status == status_now == 200
+    order = [e["uri"].rsplit("/", 1)[1] for e in plain["result"]["entries"]]
+    assert order.index("editor.md") < order.index("editor-switch.md"), order  # the rule an ordinary question keeps
+    assert now["result"]["entries"][0]["uri"].endswith("/editor-switch.md"), now["result"]["entries"]
 
 
 def test_a_memory_without_a_day_in_its_uri_is_dated_by_its_last_write(api):
