@@ -164,6 +164,7 @@ SAME_SUBJECT_COSINE = 0.55
 NEWER_FIRST_GAP = 0.05
 NEWER_FIRST_REACH = 3  # ranks a newer statement may move up
 NEWER_FIRST_DEPTH = 10  # how far down the ranking pairs are looked for
+NOW_DEPTH = 20  # as far, for a question about the present (`asks_for_now`)
 
 
 def _when(row: dict):
@@ -171,7 +172,7 @@ def _when(row: dict):
 
 
 # A question about the present state ("which editor do I use now?", "现在住在哪？") wants the newest statement of a
-# subject whatever it ranks among the first NEWER_FIRST_DEPTH.
+# subject wherever it ranks among the first NOW_DEPTH.
 _ASKS_FOR_NOW = re.compile(
     r"\b(?:now|currently|nowadays|these days|at the moment)\b|现在|目前|如今|当前", re.IGNORECASE
 )
@@ -185,9 +186,11 @@ def newer_first(rows: list[dict], account_id: int, now: bool = False) -> list[di
     """`rows` (best first) with each memory among the first NEWER_FIRST_DEPTH moved up to just before the
     best-ranked older memory of its subject at most NEWER_FIRST_REACH ranks above it: where a fact changed, the
     newer statement comes first and the older follows. Of one subject: vectors at least SAME_SUBJECT_COSINE near
-    and fused values within NEWER_FIRST_GAP. A memory's time is its event day, else when it was last written. The
-    vectors are compared (one statement) only for memories that have such a partner by time and fused value."""
-    head = rows[:NEWER_FIRST_DEPTH]
+    and fused values within NEWER_FIRST_GAP. For a question about the present (`now`) among the first NOW_DEPTH,
+    whatever the ranks and fused values between. A memory's time is its event day, else when it was last written.
+    The vectors are compared (one statement) only for memories that have such a partner by time and fused value."""
+    depth = NOW_DEPTH if now else NEWER_FIRST_DEPTH
+    head = rows[:depth]
     memories = [row for row in head if row["context_type"] == "memory" and row["kind"] == "file"]
     paired = {
         row["uri"]
@@ -199,8 +202,8 @@ def newer_first(rows: list[dict], account_id: int, now: bool = False) -> list[di
         return rows
     pairs = same_subject_pairs(account_id, sorted(paired), SAME_SUBJECT_COSINE)
     if now:
-        return newer_first_order(head, pairs, reach=NEWER_FIRST_DEPTH, gap=float("inf")) + rows[NEWER_FIRST_DEPTH:]
-    return newer_first_order(head, pairs) + rows[NEWER_FIRST_DEPTH:]
+        return newer_first_order(head, pairs, reach=depth, gap=float("inf")) + rows[depth:]
+    return newer_first_order(head, pairs) + rows[depth:]
 
 
 def newer_first_order(
