@@ -279,6 +279,8 @@ def latency(args, tmp: Path, sizes, sampled: list[int], keys: list[str], tops) -
 
 
 def render(built: dict | None, lat: dict, command: str, args) -> str:
+    from django.conf import settings  # the server's own thresholds, as the environment set them
+
     lines = [
         SECTION_BEGIN,
         f"## scale, hosted — {args.size:,} nodes in {args.accounts:,} accounts (Zipf s = {args.zipf})",
@@ -286,9 +288,10 @@ def render(built: dict | None, lat: dict, command: str, args) -> str:
         *harness.heading(command, f", {harness.ram_gb()} GB RAM, shared machine"),
         f"Server: `gunicorn {lat['server_command']}` with a root key set (not dev mode), database "
         f"`{harness.database()}`; each request carries its tenant's own API key. Layout (docs/retrieval.md, "
-        '"Tenants"): an account under half the table with fewer than `OVSITE_TENANT_GRAPHS_FROM` nodes (2,000) '
-        "is searched exactly through its account's B-tree; from there on it walks HNSW graphs of its own (one, or "
-        "one per search partition from 50,000 nodes) and reads its matches from a GIN of its own, built by "
+        '"Tenants"): an account under half the table with fewer than `OVSITE_TENANT_GRAPHS_FROM` nodes '
+        f"({settings.TENANT_GRAPHS_FROM:,}) is searched exactly through its account's B-tree; from there on it walks "
+        "HNSW graphs of its own (one, or one per search partition from `OVSITE_PARTITIONED_SEARCH_FROM` nodes, "
+        f"{settings.PARTITIONED_SEARCH_FROM:,}) and reads its matches from a GIN of its own, built by "
         "`manage.py tenant_graphs`.",
         "",
     ]
