@@ -8,7 +8,7 @@ from core.auth import Caller
 from retrieval.models import BUCKET_CONDITIONS
 from retrieval.search.fusion import Ranking
 from retrieval.search.query import FindQuery, Predicate, peer_predicate
-from retrieval.search.ranking import asks_for_now, by_bucket, newer_first, score_order
+from retrieval.search.ranking import NEWER_FIRST, NOW_FIRST, asks_for_now, by_bucket, newer_first, score_order
 from retrieval.search.statements import SearchQuery
 
 COLUMNS = (
@@ -58,9 +58,10 @@ def _written_on(row: dict) -> str | None:
     return row["updated_at"].date().isoformat()
 
 
-def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int, now: bool = False) -> list[Candidate]:
+def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int, queries: list[SearchQuery]) -> list[Candidate]:
     """Rows in their fused order, another peer's down-weighted in score and place, a newer statement of one
-    subject before an older (retrieval.search.ranking.newer_first)."""
+    subject before an older (retrieval.search.ranking.newer_first), further down for a question about the present."""
+    rule = NOW_FIRST if any(asks_for_now(query.text) for query in queries) else NEWER_FIRST
     # The weighted value is the rank's key, and what newer_first compares.
     weighted = sorted(
         ({**row, "fused": row["fused"] * peers.weight(row["peer"])} for row in rows),
@@ -80,7 +81,7 @@ def _candidates(rows: list[dict], peers: PeerPolicy, account_id: int, now: bool 
             relevance=round(row["fused"], 6),
             date=_written_on(row),
         )
-        for row in newer_first(weighted, account_id, now)
+        for row in newer_first(weighted, account_id, rule)
     ]
 
 
@@ -105,7 +106,7 @@ def score_candidates(
         columns=COLUMNS,
         ranking=ranking,
     )
-    items = _candidates(found.rows, peers, caller.account_id, any(asks_for_now(q.text) for q in queries))
+    items = _candidates(found.rows, peers, caller.account_id, queries)
     return Candidates(
         items=items, searched={"all": len(items)}, below_threshold=found.below_threshold, strong=found.strong
     )
@@ -141,7 +142,7 @@ def quota_candidates(
     for row in found.rows:
         searched[row["bucket"]] += 1
     return Candidates(
-        items=_candidates(found.rows, peers, caller.account_id, any(asks_for_now(q.text) for q in queries)),
+        items=_candidates(found.rows, peers, caller.account_id, queries),
         searched=searched,
         below_threshold=found.below_threshold,
         strong=found.strong,

@@ -141,6 +141,12 @@ def _body_tokens(candidate: Candidate, tier: str, family: str) -> int:
     return 0
 
 
+def _first_tier(candidate: Candidate, caps: Caps) -> tuple[str, int]:
+    """Round 0's tier for a candidate (its pinned tier, else abstract) and its body there."""
+    tier = _pinned(candidate, caps) or "abstract"
+    return tier, _body_tokens(candidate, tier, caps.family)
+
+
 def weak_evidence_budget(candidates: list[Candidate], caps: Caps, share: float) -> int:
     """The budget of a block whose candidates all fall below /recall's relevance floor: `share` of `caps.max_tokens`,
     yet never less than the first candidate's element at abstract where that fits the whole budget, so the best hit
@@ -148,9 +154,7 @@ def weak_evidence_budget(candidates: list[Candidate], caps: Caps, share: float) 
     budget = int(caps.max_tokens * share)
     if not candidates:
         return budget
-    first = candidates[0]
-    tier = _pinned(first, caps) or "abstract"
-    cost = block_cost(first, tier, _body_tokens(first, tier, caps.family), caps.family)
+    cost = block_cost(candidates[0], *_first_tier(candidates[0], caps), caps.family)
     return max(budget, cost) if cost <= caps.max_tokens else budget
 
 
@@ -172,18 +176,14 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             shells[key] = block_cost(candidate, tier, 0, family)
         return shells[key] + (body if tier != "uri" else 0)
 
-    def first_tier(candidate: Candidate) -> tuple[str, int]:
-        tier = _pinned(candidate, caps) or "abstract"
-        return tier, _body_tokens(candidate, tier, family)
-
     def most(candidate: Candidate) -> int:
         """What a candidate can cost at most: its pinned tier, or its ceiling with the body capped per entry."""
         if _pinned(candidate, caps) is not None:
-            return cost_of(candidate, *first_tier(candidate))
+            return cost_of(candidate, *_first_tier(candidate, caps))
         tier = _ceiling(candidate, caps)
         body = {"full": candidate.content_tokens, "overview": candidate.overview_tokens}.get(tier)
         if body is None:
-            return cost_of(candidate, *first_tier(candidate))
+            return cost_of(candidate, *_first_tier(candidate, caps))
         return cost_of(candidate, tier, min(body, caps.per_entry_cap))
 
     # The events share keeps room for the other buckets; room they cannot use (no such candidates, or short
@@ -203,7 +203,7 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
         return True
 
     for candidate in candidates:
-        if not take(candidate, *first_tier(candidate)) and not take(candidate, "uri", 0):
+        if not take(candidate, *_first_tier(candidate, caps)) and not take(candidate, "uri", 0):
             dropped.append(candidate)
 
     def upgrade(candidate: Candidate, tier: str, body: int, shared: bool = True) -> None:
@@ -255,7 +255,9 @@ def plan_tiers(candidates: list[Candidate], caps: Caps) -> Plan:
             return
         upgrade(candidate, "full", body, shared=False)
         for planned in reversed(evicted):  # evicted from the bottom: given back best first
-            if not take(planned.candidate, *first_tier(planned.candidate)) and not take(planned.candidate, "uri", 0):
+            if not take(planned.candidate, *_first_tier(planned.candidate, caps)) and not take(
+                planned.candidate, "uri", 0
+            ):
                 dropped.append(planned.candidate)
 
     if caps.depth_ranks and caps.detail == "auto":

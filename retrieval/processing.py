@@ -2,6 +2,7 @@
 counted and embedded, then their directories and every ancestor are refreshed, deepest first."""
 
 import logging
+from collections import Counter
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -230,13 +231,5 @@ def resume_unfinished() -> dict[str, int]:
     Without a broker a task runs in the request that queued it, so a server stopped mid-task (Ctrl-C during an
     import) leaves its nodes pending with nothing to finish them; a broker hands such a task to another worker
     (`acks_late`) instead. A task's done files are not processed twice (`process_files` takes pending and failed)."""
-    ids = (
-        ProcessingTask.objects.filter(status__in=("pending", "running"))
-        .order_by("created_at")
-        .values_list("id", flat=True)
-    )
-    ended: dict[str, int] = {}
-    for task_id in list(ids):
-        outcome = run_processing(task_id=str(task_id))
-        ended[outcome] = ended.get(outcome, 0) + 1
-    return ended
+    unfinished = ProcessingTask.objects.filter(status__in=("pending", "running")).order_by("created_at")
+    return dict(Counter(run_processing(task_id=str(task_id)) for task_id in unfinished.values_list("id", flat=True)))

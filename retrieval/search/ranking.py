@@ -158,21 +158,28 @@ def by_bucket(
 # and new statements are at 0.28–0.81 (median 0.62, a quarter under 0.55); 2,000 random pairs of their turns at
 # median 0.21, 99th percentile 0.54 (docs/retrieval.md, "Facts that change").
 SAME_SUBJECT_COSINE = 0.55
+
+
+@dataclass(frozen=True)
+class NewerFirst:
+    depth: int  # how far down the ranking pairs are looked for
+    reach: int  # ranks a newer statement may move up
+    gap: float  # the largest fused gap between the two statements
+
+
 # And they answer a question about equally well: fused values this close. Chat turns of one conversation are often
 # as near as 0.55; moving a newer one up past rows between pushed evidence out of 400-token blocks (the generated
 # conversations lost 1.9 points at a gap of 0.1 and 10 ranks, 0.2 at this gap and reach).
-NEWER_FIRST_GAP = 0.05
-NEWER_FIRST_REACH = 3  # ranks a newer statement may move up
-NEWER_FIRST_DEPTH = 10  # how far down the ranking pairs are looked for
-NOW_DEPTH = 20  # as far, for a question about the present (`asks_for_now`)
+NEWER_FIRST = NewerFirst(depth=10, reach=3, gap=0.05)
+# A question about the present wants the newest statement of a subject wherever it ranks among the first twenty.
+NOW_FIRST = NewerFirst(depth=20, reach=20, gap=float("inf"))
 
 
 def _when(row: dict):
     return row["event_time"] or row["updated_at"]
 
 
-# A question about the present state ("which editor do I use now?", "现在住在哪？") wants the newest statement of a
-# subject wherever it ranks among the first NOW_DEPTH.
+# Words by which a question asks about the present state ("which editor do I use now?", "现在住在哪？").
 _ASKS_FOR_NOW = re.compile(
     r"\b(?:now|currently|nowadays|these days|at the moment)\b|现在|目前|如今|当前", re.IGNORECASE
 )
@@ -182,43 +189,38 @@ def asks_for_now(text: str) -> bool:
     return bool(_ASKS_FOR_NOW.search(text))
 
 
-def newer_first(rows: list[dict], account_id: int, now: bool = False) -> list[dict]:
-    """`rows` (best first) with each memory among the first NEWER_FIRST_DEPTH moved up to just before the
-    best-ranked older memory of its subject at most NEWER_FIRST_REACH ranks above it: where a fact changed, the
-    newer statement comes first and the older follows. Of one subject: vectors at least SAME_SUBJECT_COSINE near
-    and fused values within NEWER_FIRST_GAP. For a question about the present (`now`) among the first NOW_DEPTH,
-    whatever the ranks and fused values between. A memory's time is its event day, else when it was last written.
-    The vectors are compared (one statement) only for memories that have such a partner by time and fused value."""
-    depth = NOW_DEPTH if now else NEWER_FIRST_DEPTH
-    head = rows[:depth]
+def newer_first(rows: list[dict], account_id: int, rule: NewerFirst = NEWER_FIRST) -> list[dict]:
+    """`rows` (best first) with each memory among the first `rule.depth` moved up to just before the best-ranked
+    older memory of its subject at most `rule.reach` ranks above it: where a fact changed, the newer statement comes
+    first and the older follows. Of one subject: vectors at least SAME_SUBJECT_COSINE near and fused values within
+    `rule.gap` (NOW_FIRST, for a question about the present, has no gap and no reach within its depth). A memory's
+    time is its event day, else when it was last written. The vectors are compared (one statement) only for
+    memories that have such a partner by time and fused value."""
+    head = rows[: rule.depth]
     memories = [row for row in head if row["context_type"] == "memory" and row["kind"] == "file"]
     paired = {
         row["uri"]
         for a, b in itertools.combinations(memories, 2)
-        if _when(a) != _when(b) and (now or abs(a["fused"] - b["fused"]) <= NEWER_FIRST_GAP)
+        if _when(a) != _when(b) and abs(a["fused"] - b["fused"]) <= rule.gap
         for row in (a, b)
     }
     if not paired:
         return rows
     pairs = same_subject_pairs(account_id, sorted(paired), SAME_SUBJECT_COSINE)
-    if now:
-        return newer_first_order(head, pairs, reach=depth, gap=float("inf")) + rows[depth:]
-    return newer_first_order(head, pairs) + rows[depth:]
+    return newer_first_order(head, pairs, rule) + rows[rule.depth :]
 
 
-def newer_first_order(
-    head: list[dict], pairs: set[frozenset[str]], reach: int = NEWER_FIRST_REACH, gap: float = NEWER_FIRST_GAP
-) -> list[dict]:
+def newer_first_order(head: list[dict], pairs: set[frozenset[str]], rule: NewerFirst = NEWER_FIRST) -> list[dict]:
     """`newer_first`'s moves, given the pairs of URIs of one subject. Pure."""
     order = list(head)
     for row in head:
         place = order.index(row)
         older = [
             at
-            for at in range(max(0, place - reach), place)
+            for at in range(max(0, place - rule.reach), place)
             if frozenset((order[at]["uri"], row["uri"])) in pairs
             and _when(order[at]) < _when(row)
-            and order[at]["fused"] - row["fused"] <= gap
+            and order[at]["fused"] - row["fused"] <= rule.gap
         ]
         if older:
             order.insert(older[0], order.pop(place))

@@ -4,7 +4,7 @@ subject, the newer comes first in a block, and the block says each memory's day.
 import datetime as dt
 
 from retrieval.models import Context
-from retrieval.search.ranking import asks_for_now, newer_first_order
+from retrieval.search.ranking import NOW_FIRST, asks_for_now, newer_first_order
 
 SEARCH = "/api/v1/search/search"
 QUESTION = "Which editor do I use for coding?"
@@ -59,9 +59,9 @@ def test_a_question_about_now_puts_the_newer_statement_first_however_far_it_rank
     between = [memory_row(f"x{n}", 0.75 - n / 100, 5) for n in range(5)]
     same = {frozenset(("old", "new"))}
     assert newer_first_order([old, *between, new], same) == [old, *between, new]
-    moved = newer_first_order([old, *between, new], same, reach=10, gap=float("inf"))
+    moved = newer_first_order([old, *between, new], same, NOW_FIRST)
     assert [r["uri"] for r in moved] == ["new", "old", *(r["uri"] for r in between)]
-    assert newer_first_order([old, *between, new], set(), reach=10, gap=float("inf")) == [old, *between, new]
+    assert newer_first_order([old, *between, new], set(), NOW_FIRST) == [old, *between, new]
     for question in (
         "Which editor do I use now?",
         "Where does she currently live?",
